@@ -1,0 +1,566 @@
+"""The embedding family: one call shape, ``forward(tokens, positions=None)``.
+
+==========================  =====================================================  ===========
+name (``build_embedding``)  what a word ``j`` at position ``pos`` becomes           output
+==========================  =====================================================  ===========
+``"none"``                  ``WE_j`` (no positions)                                real
+``"pe"``                    ``WE_j + P_pos`` (learned positions, Gehring 2017)     real
+``"tpe"``                   ``WE_j + PE_pos`` (fixed sinusoids, paper Eq. 7)       real
+``"complex-vanilla"``       ``r_j * exp(i theta_j)`` (Wang et al. 2019)            complex
+``"complex-order"``         ``r_j * exp(i (w_j * pos + theta_j))`` (paper Eq. 5)   complex
+==========================  =====================================================  ===========
+
+Positions default to ``0, 1, ..., L-1`` along the last token dimension (``pos`` in N as in
+the paper's Sec. 2 and in the Transformer's Eq. 7; the paper's appendix C code counts from 1:
+pass ``positions=torch.arange(1, L + 1)`` to reproduce it). Explicit ``positions`` may be
+integer or float tensors broadcastable to ``tokens`` -- step-wise decoding and
+Transformer-XL memories pass them.
+
+Every module exposes ``is_complex`` so that a model can pick real or complex layers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .nn.wave import complex_order_embedding, complex_order_embedding_reference
+
+__all__ = [
+    "EMBEDDINGS",
+    "SHARING_SCHEMES",
+    "FREQUENCY_INITS",
+    "WordEmbedding",
+    "LearnedPositionalEmbedding",
+    "SinusoidalPositionalEmbedding",
+    "ComplexVanillaEmbedding",
+    "ComplexOrderEmbedding",
+    "build_embedding",
+    "complex_to_real",
+    "sinusoidal_frequencies",
+    "sinusoidal_position_encoding",
+]
+
+SHARING_SCHEMES = (None, "word", "dimension")
+FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros")
+
+
+# --------------------------------------------------------------------------------------
+# Helpers: validation and the sinusoids of Eq. 7
+# --------------------------------------------------------------------------------------
+
+
+def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"tokens must be an integer torch.Tensor, got {type(tokens).__name__}")
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(f"tokens must be an integer tensor (torch.long or torch.int), got dtype {tokens.dtype}")
+    if tokens.dim() == 0:
+        raise ValueError("tokens must have at least one dimension [..., L], got a 0-d tensor")
+    if tokens.numel() == 0:
+        return
+    lo, hi = torch.aminmax(tokens)
+    lo, hi = int(lo), int(hi)
+    if lo < 0 or hi >= num_embeddings:
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"tokens: id {bad} is outside the vocabulary [0, {num_embeddings}) (num_embeddings={num_embeddings})")
+
+
+def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dtype) -> Tensor:
+    """Positions as a ``dtype`` tensor broadcastable to ``tokens`` (default ``0..L-1``)."""
+    if positions is None:
+        return torch.arange(tokens.shape[-1], device=tokens.device, dtype=dtype)
+    if not isinstance(positions, Tensor):
+        raise TypeError(f"positions must be a torch.Tensor or None, got {type(positions).__name__}")
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must be an integer or real floating tensor, got dtype {positions.dtype}")
+    try:
+        shape = torch.broadcast_shapes(positions.shape, tokens.shape)
+    except RuntimeError:
+        shape = None
+    if shape != tokens.shape:
+        raise ValueError(
+            f"positions of shape {tuple(positions.shape)} do not broadcast to tokens of shape "
+            f"{tuple(tokens.shape)}; expected a shape such as {tuple(tokens.shape)} or ({tokens.shape[-1]},)"
+        )
+    return positions.to(device=tokens.device, dtype=dtype)
+
+
+def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"padding_idx must be within [-{num_embeddings}, {num_embeddings}), got {padding_idx}")
+    return padding_idx % num_embeddings
+
+
+def _check_choice(name: str, value: Any, choices: tuple) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+
+
+def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
+    if not isinstance(matrix, Tensor) or matrix.dim() != 2 or tuple(matrix.shape) != tuple(shape):
+        got = tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__
+        raise ValueError(f"{name} must be a real tensor of shape {tuple(shape)} (num_embeddings, embedding_dim), got {got}")
+    if matrix.is_complex():
+        raise ValueError(f"{name} must be real-valued, got dtype {matrix.dtype}")
+    return matrix
+
+
+def sinusoidal_frequencies(num_frequencies: int, d_model: int | None = None, base: float = 10000.0,
+                           dtype: torch.dtype = torch.float64) -> Tensor:
+    """The Transformer's geometric angular frequencies ``w_k = base ** (-2k / d_model)``.
+
+    With ``d_model`` omitted it is ``2 * num_frequencies``: a complex embedding of ``D``
+    dimensions is the real sinusoidal encoding of ``d_model = 2D`` (paper appendix A, Eq. 8).
+    """
+    d_model = 2 * num_frequencies if d_model is None else d_model
+    k = torch.arange(num_frequencies, dtype=torch.float64)
+    return torch.pow(torch.tensor(base, dtype=dtype), -2.0 * k.to(dtype) / d_model)
+
+
+def sinusoidal_position_encoding(positions: Tensor, d_model: int, base: float = 10000.0) -> Tensor:
+    """Paper Eq. 7: ``PE_2k = sin(pos w_k)``, ``PE_2k+1 = cos(pos w_k)``, ``w_k = base^(-2k/d_model)``.
+
+    Shape: ``positions [...]`` -> ``[..., d_model]``. Computed in float32 (float64 inputs stay
+    float64), so positions need no table and may be unbounded or fractional.
+    """
+    dtype = positions.dtype if positions.dtype == torch.float64 else torch.float32
+    half = (d_model + 1) // 2
+    freqs = sinusoidal_frequencies(half, d_model, base).to(device=positions.device, dtype=dtype)
+    angles = positions.to(dtype).unsqueeze(-1) * freqs
+    pe = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
+    return pe[..., :d_model]
+
+
+def complex_to_real(z: Tensor, dim: int = -1) -> Tensor:
+    """Concatenate real and imaginary parts along ``dim`` (paper appendix C).
+
+    Lets a real-valued network consume a complex embedding: ``[..., D]`` complex becomes
+    ``[..., 2D]`` real ``[Re z, Im z]``. Real inputs are returned unchanged.
+    """
+    if not z.is_complex():
+        return z
+    return torch.cat((z.real, z.imag), dim=dim)
+
+
+# --------------------------------------------------------------------------------------
+# Real-valued baselines
+# --------------------------------------------------------------------------------------
+
+
+class WordEmbedding(nn.Module):
+    r"""A plain word embedding with the family's call shape; positions are ignored.
+
+    Args:
+        num_embeddings: vocabulary size ``V``.
+        embedding_dim: ``D``.
+        padding_idx: as in :class:`torch.nn.Embedding` (negative allowed; row zeroed, no gradient).
+        sparse: sparse gradients for the word table, as in :class:`torch.nn.Embedding`.
+
+    Shape:
+        - tokens: ``[..., L]`` integer; positions: broadcastable to tokens or ``None``.
+        - output: ``[..., L, D]`` real.
+
+    Examples::
+
+        >>> emb = WordEmbedding(100, 8, padding_idx=0)
+        >>> emb(torch.tensor([[5, 7, 0]])).shape
+        torch.Size([1, 3, 8])
+    """
+
+    is_complex = False
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
+                 sparse: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        if num_embeddings <= 0 or embedding_dim <= 0:
+            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
+        self.sparse = sparse
+        self.weight = nn.Parameter(torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with torch.no_grad():
+                self.weight[self.padding_idx].zero_()
+
+    def load_word_vectors(self, vectors: Tensor) -> None:
+        """Copy a pretrained ``[V, D]`` matrix into the word table (padding row re-zeroed)."""
+        vectors = _check_matrix("vectors", vectors, (self.num_embeddings, self.embedding_dim))
+        with torch.no_grad():
+            self.weight.copy_(vectors)
+            if self.padding_idx is not None:
+                self.weight[self.padding_idx].zero_()
+
+    def embed_words(self, tokens: Tensor) -> Tensor:
+        _check_tokens(tokens, self.num_embeddings)
+        return F.embedding(tokens, self.weight, self.padding_idx, sparse=self.sparse)
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        if positions is not None:
+            _resolve_positions(tokens, positions, self.weight.dtype)  # validate only
+        return self.embed_words(tokens)
+
+    def _pad_mask(self, tokens: Tensor, x: Tensor) -> Tensor:
+        """Zero the padding tokens' rows of ``x`` (position terms included)."""
+        if self.padding_idx is None:
+            return x
+        return x * (tokens != self.padding_idx).unsqueeze(-1).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.sparse:
+            s += ", sparse=True"
+        return s
+
+
+class LearnedPositionalEmbedding(WordEmbedding):
+    r"""PE: word vector plus a learned vector per absolute position (Gehring et al. 2017).
+
+    Args:
+        num_embeddings, embedding_dim, padding_idx, sparse: as :class:`WordEmbedding`.
+        max_positions: size of the position table; positions must lie in ``[0, max_positions)``.
+
+    Shape:
+        ``[..., L]`` -> ``[..., L, D]`` real. Padding tokens embed to exactly zero.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, max_positions: int = 512,
+                 padding_idx: int | None = None, sparse: bool = False, device=None, dtype=None) -> None:
+        if max_positions <= 0:
+            raise ValueError(f"max_positions must be positive, got {max_positions}")
+        self.max_positions = max_positions
+        super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx, sparse=sparse,
+                         device=device, dtype=dtype)
+        self.position_weight = nn.Parameter(torch.empty(max_positions, embedding_dim, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if hasattr(self, "position_weight"):
+            nn.init.normal_(self.position_weight, std=0.1)
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        words = self.embed_words(tokens)
+        pos = _resolve_positions(tokens, positions, torch.float64)
+        if pos.numel() and (pos.min() < 0 or pos.max() >= self.max_positions or (pos != pos.round()).any()):
+            raise ValueError(
+                f"positions must be integers in [0, {self.max_positions}) for LearnedPositionalEmbedding "
+                f"(max_positions={self.max_positions}); got values in [{pos.min().item():g}, {pos.max().item():g}]"
+            )
+        return self._pad_mask(tokens, words + F.embedding(pos.long(), self.position_weight))
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", max_positions={self.max_positions}"
+
+
+class SinusoidalPositionalEmbedding(WordEmbedding):
+    r"""TPE: word vector plus the fixed sinusoidal encoding of paper Eq. 7 (Vaswani et al. 2017).
+
+    The encoding is computed from the positions on the fly (no table, no length limit).
+
+    Shape:
+        ``[..., L]`` -> ``[..., L, D]`` real. Padding tokens embed to exactly zero.
+    """
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        words = self.embed_words(tokens)
+        pos = _resolve_positions(tokens, positions, words.dtype)
+        pe = sinusoidal_position_encoding(pos, self.embedding_dim).to(words.dtype)
+        return self._pad_mask(tokens, words + pe)
+
+
+# --------------------------------------------------------------------------------------
+# Complex-valued embeddings
+# --------------------------------------------------------------------------------------
+
+
+class ComplexOrderEmbedding(nn.Module):
+    r"""Order-aware complex word embedding (paper Eq. 5).
+
+    A word ``j`` at position ``pos`` becomes, per dimension ``d``,
+
+    .. math:: f(j, pos)_d = r_{j,d} \, e^{i(\omega_{j,d} \, pos + \theta_{j,d})}
+
+    -- amplitude ``r`` (the word's meaning), angular frequency ``w`` (how sensitive the word
+    is to its position; period ``2 pi / w``) and optional initial phase ``theta``.
+
+    Args:
+        num_embeddings: vocabulary size ``V``.
+        embedding_dim: number of complex dimensions ``D``.
+        padding_idx: as in :class:`torch.nn.Embedding`: the padding token embeds to exactly 0 at
+            every position and its rows receive no gradient. Negative values count from the end.
+        frequency_sharing: ``None`` (a frequency per word and dimension, ``[V, D]``),
+            ``"word"`` (all words share one frequency per dimension, ``w_{j,d} = w_{.,d}``,
+            ``[1, D]``) or ``"dimension"`` (one frequency per word, ``w_{j,d} = w_{j,.}``, ``[V, 1]``).
+        amplitude_sharing: the same three schemes for the amplitude.
+        initial_phase: learn ``theta`` (``[V, D]``); off by default as in the paper's main setting.
+        frequency_init: ``"sinusoidal"`` (default: every word starts with the Transformer's
+            geometric frequencies ``w_d = 10000^(-2d / 2D)``, as the authors' code does),
+            ``"uniform"`` (``U(0, 2 pi)``, periods from one position up), ``"zeros"`` (start
+            position-free), a float (constant) or a tensor broadcastable to the table.
+        amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
+            or a ``[V, D]`` tensor (e.g. word2vec vectors).
+        sparse: sparse gradients for per-word tables, as :class:`torch.nn.Embedding`; pair with
+            ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
+        fused: use the fused autograd function (default). ``False`` runs the plain-autograd
+            reference of the same equation (slower, kept for testing).
+
+    Attributes:
+        amplitude, frequency: real parameters broadcastable to ``[V, D]``.
+        initial_phase: real ``[V, D]`` parameter, or ``None``.
+
+    Shape:
+        - tokens: ``[..., L]`` integer ids in ``[0, V)``.
+        - positions: ``None`` (``0..L-1``) or an integer/float tensor broadcastable to tokens.
+        - output: ``[..., L, D]`` complex (``complex64`` for float32 parameters).
+
+    Parameter count: ``2VD``; ``3VD`` with initial phases; ``VD + D`` with word-sharing and
+    ``VD + V`` with dimension-sharing frequencies (likewise for amplitudes).
+
+    Examples::
+
+        >>> emb = ComplexOrderEmbedding(1000, 64, padding_idx=0)
+        >>> z = emb(torch.tensor([[3, 14, 15, 0]]))
+        >>> z.shape, z.dtype
+        (torch.Size([1, 4, 64]), torch.complex64)
+        >>> tpe = ComplexOrderEmbedding(1000, 64, frequency_sharing="word", amplitude_sharing="word",
+        ...                             amplitude_init="ones")   # appendix A: the sinusoidal PE
+    """
+
+    is_complex = True
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
+                 frequency_sharing: str | None = None, amplitude_sharing: str | None = None,
+                 initial_phase: bool = False, frequency_init: str | float | Tensor = "sinusoidal",
+                 amplitude_init: str | Tensor = "normal", sparse: bool = False, fused: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if num_embeddings <= 0 or embedding_dim <= 0:
+            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        _check_choice("frequency_sharing", frequency_sharing, SHARING_SCHEMES)
+        _check_choice("amplitude_sharing", amplitude_sharing, SHARING_SCHEMES)
+        if frequency_sharing == "dimension" and amplitude_sharing == "dimension" and not initial_phase:
+            raise ValueError("frequency_sharing='dimension' with amplitude_sharing='dimension' makes all "
+                             "embedding dimensions identical; share one of them only")
+        if isinstance(frequency_init, str):
+            _check_choice("frequency_init", frequency_init, FREQUENCY_INITS)
+        if isinstance(amplitude_init, str):
+            _check_choice("amplitude_init", amplitude_init, ("normal", "ones"))
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
+        self.frequency_sharing = frequency_sharing
+        self.amplitude_sharing = amplitude_sharing
+        self.frequency_init = frequency_init
+        self.amplitude_init = amplitude_init
+        self.sparse = sparse
+        self.fused = fused
+        factory = {"device": device, "dtype": dtype}
+        self.amplitude = nn.Parameter(torch.empty(self._table_shape(amplitude_sharing), **factory))
+        self.frequency = nn.Parameter(torch.empty(self._table_shape(frequency_sharing), **factory))
+        if initial_phase:
+            self.initial_phase = nn.Parameter(torch.empty(num_embeddings, embedding_dim, **factory))
+        else:
+            self.register_parameter("initial_phase", None)
+        if isinstance(amplitude_init, Tensor):
+            _check_matrix("amplitude_init", amplitude_init, tuple(self.amplitude.shape))
+        self.reset_parameters()
+
+    def _table_shape(self, sharing: str | None) -> tuple[int, int]:
+        return {None: (self.num_embeddings, self.embedding_dim), "word": (1, self.embedding_dim),
+                "dimension": (self.num_embeddings, 1)}[sharing]
+
+    @classmethod
+    def from_pretrained(cls, amplitude: Tensor, *, freeze_amplitude: bool = False, **kwargs: Any) -> "ComplexOrderEmbedding":
+        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors)."""
+        if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
+            got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
+            raise ValueError(f"amplitude must be a 2-d [V, D] tensor, got {got}")
+        emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
+        emb.amplitude.requires_grad_(not freeze_amplitude)
+        return emb
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        init = self.amplitude_init
+        if isinstance(init, Tensor):
+            self.amplitude.copy_(init)
+        elif init == "ones":
+            self.amplitude.fill_(1.0)
+        else:
+            nn.init.normal_(self.amplitude)
+        finit = self.frequency_init
+        if isinstance(finit, Tensor):
+            self.frequency.copy_(finit.expand_as(self.frequency))
+        elif isinstance(finit, (int, float)):
+            self.frequency.fill_(float(finit))
+        elif finit == "sinusoidal":
+            freqs = sinusoidal_frequencies(self.embedding_dim).to(self.frequency)
+            if self.frequency.shape[1] == 1:  # one frequency per word: spread the geometric range over words
+                freqs = sinusoidal_frequencies(self.num_embeddings).to(self.frequency)
+                self.frequency.copy_(freqs[torch.randperm(self.num_embeddings)].unsqueeze(1))
+            else:
+                self.frequency.copy_(freqs.expand_as(self.frequency))
+        elif finit == "uniform":
+            nn.init.uniform_(self.frequency, 0.0, 2 * math.pi)
+        else:
+            self.frequency.zero_()
+        if self.initial_phase is not None:
+            nn.init.uniform_(self.initial_phase, -math.pi, math.pi)
+        if self.padding_idx is not None:
+            for table in (self.amplitude, self.frequency, self.initial_phase):
+                if table is not None and table.shape[0] != 1:
+                    table[self.padding_idx].zero_()
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        _check_tokens(tokens, self.num_embeddings)
+        pos = _resolve_positions(tokens, positions, self.amplitude.dtype)
+        if self.fused:
+            return complex_order_embedding(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
+                                           self.padding_idx, self.sparse)
+        return complex_order_embedding_reference(tokens, pos, self.amplitude, self.frequency,
+                                                 self.initial_phase, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        for name in ("frequency_sharing", "amplitude_sharing"):
+            if getattr(self, name) is not None:
+                s += f", {name}={getattr(self, name)!r}"
+        if self.initial_phase is not None:
+            s += ", initial_phase=True"
+        if not isinstance(self.frequency_init, Tensor) and self.frequency_init != "sinusoidal":
+            s += f", frequency_init={self.frequency_init!r}"
+        if self.sparse:
+            s += ", sparse=True"
+        if not self.fused:
+            s += ", fused=False"
+        return s
+
+
+class ComplexVanillaEmbedding(nn.Module):
+    r"""Complex-vanilla: ``r_j * exp(i theta_j)``, no position (Wang et al. 2019).
+
+    Amplitudes as :class:`ComplexOrderEmbedding`; phases ``theta ~ U[-pi, pi)`` and trained.
+    Positions are accepted (and validated) for the common call shape, then ignored.
+
+    Shape:
+        ``[..., L]`` -> ``[..., L, D]`` complex.
+    """
+
+    is_complex = True
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
+                 amplitude_init: str | Tensor = "normal", sparse: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
+        self.amplitude_init = amplitude_init
+        self.sparse = sparse
+        if isinstance(amplitude_init, Tensor):
+            _check_matrix("amplitude_init", amplitude_init, (num_embeddings, embedding_dim))
+        elif isinstance(amplitude_init, str):
+            _check_choice("amplitude_init", amplitude_init, ("normal", "ones"))
+        self.amplitude = nn.Parameter(torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+        self.phase = nn.Parameter(torch.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        init = self.amplitude_init
+        if isinstance(init, Tensor):
+            self.amplitude.copy_(init)
+        elif init == "ones":
+            self.amplitude.fill_(1.0)
+        else:
+            nn.init.normal_(self.amplitude)
+        nn.init.uniform_(self.phase, -math.pi, math.pi)
+        if self.padding_idx is not None:
+            self.amplitude[self.padding_idx].zero_()
+            self.phase[self.padding_idx].zero_()
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        _check_tokens(tokens, self.num_embeddings)
+        if positions is not None:
+            _resolve_positions(tokens, positions, self.amplitude.dtype)
+        r = F.embedding(tokens, self.amplitude, self.padding_idx, sparse=self.sparse)
+        theta = F.embedding(tokens, self.phase, self.padding_idx, sparse=self.sparse)
+        if self.padding_idx is not None:
+            r = r * (tokens != self.padding_idx).unsqueeze(-1).to(r.dtype)
+        return torch.complex(r * torch.cos(theta), r * torch.sin(theta))  # not polar: r is signed
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
+
+
+# --------------------------------------------------------------------------------------
+# The factory
+# --------------------------------------------------------------------------------------
+
+EMBEDDINGS: dict[str, type[nn.Module]] = {
+    "none": WordEmbedding,
+    "pe": LearnedPositionalEmbedding,
+    "tpe": SinusoidalPositionalEmbedding,
+    "complex-vanilla": ComplexVanillaEmbedding,
+    "complex-order": ComplexOrderEmbedding,
+}
+
+
+def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
+                    pretrained: Tensor | None = None, max_positions: int = 512, **options: Any) -> nn.Module:
+    """Build an embedding of the family by name.
+
+    Args:
+        name: one of ``"none"``, ``"pe"``, ``"tpe"``, ``"complex-vanilla"``, ``"complex-order"``.
+        num_embeddings, embedding_dim, padding_idx: as the classes.
+        pretrained: optional ``[V, D]`` word vectors: the word table of the real embeddings,
+            the amplitudes of the complex ones.
+        max_positions: position-table size of ``"pe"`` (ignored by the others).
+        **options: further keyword arguments for ``"complex-order"`` (sharing schemes,
+            ``initial_phase``, ``frequency_init``, ...) and ``sparse`` for all.
+
+    Examples::
+
+        >>> build_embedding("complex-order", 100, 16, padding_idx=0, frequency_sharing="word")
+        ComplexOrderEmbedding(100, 16, padding_idx=0, frequency_sharing='word')
+    """
+    if name not in EMBEDDINGS:
+        raise ValueError(f"unknown embedding {name!r}; valid names: {', '.join(EMBEDDINGS)}")
+    if pretrained is not None:
+        _check_matrix("pretrained", pretrained, (num_embeddings, embedding_dim))
+    allowed = {"sparse", "device", "dtype"}
+    if name == "complex-order":
+        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(f"option(s) {', '.join(unknown)} not accepted by embedding {name!r}; "
+                         f"accepted: {', '.join(sorted(allowed))}")
+    cls = EMBEDDINGS[name]
+    if name == "pe":
+        options["max_positions"] = max_positions
+    if cls in (ComplexOrderEmbedding, ComplexVanillaEmbedding):
+        if pretrained is not None:
+            options["amplitude_init"] = pretrained
+        return cls(num_embeddings, embedding_dim, padding_idx=padding_idx, **options)
+    emb = cls(num_embeddings, embedding_dim, padding_idx=padding_idx, **options)
+    if pretrained is not None:
+        emb.load_word_vectors(pretrained)
+    return emb

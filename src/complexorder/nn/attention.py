@@ -1,0 +1,139 @@
+"""Complex multi-head attention (paper Eq. 13-14)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from . import functional as CF
+from .linear import ComplexLinear
+
+__all__ = ["ComplexMultiheadAttention", "merge_masks"]
+
+
+def merge_masks(query_len: int, key_len: int, key_padding_mask: Tensor | None = None,
+                attn_mask: Tensor | None = None, is_causal: bool = False, device=None) -> Tensor | None:
+    """One boolean "allowed" mask ``[B|1, 1, Lq, Lk]`` from ``nn.MultiheadAttention``-style masks.
+
+    ``key_padding_mask [B, Lk]`` and ``attn_mask [Lq, Lk]`` follow ``nn.MultiheadAttention``:
+    True marks a key that must NOT be attended. ``is_causal`` adds the bottom-right aligned
+    causal mask of :func:`complexorder.nn.functional.causal_mask`.
+    """
+    allowed = None
+    if attn_mask is not None:
+        if attn_mask.dtype != torch.bool:
+            raise TypeError(f"attn_mask must be boolean (True = not allowed), got dtype {attn_mask.dtype}")
+        if attn_mask.shape[-2:] != (query_len, key_len):
+            raise ValueError(f"attn_mask must be [{query_len}, {key_len}], got {tuple(attn_mask.shape)}")
+        allowed = ~attn_mask
+    if is_causal:
+        causal = CF.causal_mask(query_len, key_len, device=device)
+        allowed = causal if allowed is None else allowed & causal
+    if allowed is not None:
+        allowed = allowed.view(1, 1, query_len, key_len) if allowed.dim() == 2 else allowed
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != torch.bool:
+            raise TypeError(f"key_padding_mask must be boolean (True = padding), got dtype {key_padding_mask.dtype}")
+        if key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != key_len:
+            raise ValueError(f"key_padding_mask must be [B, {key_len}], got {tuple(key_padding_mask.shape)}")
+        keys = (~key_padding_mask)[:, None, None, :]
+        allowed = keys if allowed is None else allowed & keys
+    return allowed
+
+
+class ComplexMultiheadAttention(nn.Module):
+    r"""Multi-head attention on complex sequences (paper Eq. 13-14).
+
+    Query, key and value projections are :class:`ComplexLinear` maps ``W^{Q/K/V}``; each head
+    weighs the values by ``softmax_j(|q_i . conj(k_j)| / sqrt(d_head))`` and the heads are joined
+    by a complex output projection.
+
+    Args:
+        embed_dim: complex model width; num_heads must divide it.
+        num_heads: number of heads.
+        dropout: dropout on the attention weights.
+        bias: biases in the projections.
+        share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4); the output
+            projection keeps separate weights.
+        batch_first: ``[B, L, E]`` (default) or ``[L, B, E]``.
+
+    Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean
+    ``attn_mask [Lq, Lk]`` are True where attention is NOT allowed; ``is_causal=True`` lets query
+    ``i`` see keys up to ``i + Lk - Lq`` (so a cached prefix of keys works for step-wise decoding).
+    (:func:`complexorder.nn.functional.complex_scaled_dot_product_attention` itself takes the
+    opposite, ``scaled_dot_product_attention`` convention: True = allowed.)
+
+    Shape:
+        query ``[B, Lq, E]``, key/value ``[B, Lk, E]`` complex -> output ``[B, Lq, E]`` complex and,
+        with ``need_weights=True``, weights averaged over heads ``[B, Lq, Lk]`` (``average_attn_weights=False``:
+        ``[B, H, Lq, Lk]``).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 share_weights: bool = False, batch_first: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+        factory = {"device": device, "dtype": dtype}
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.dropout, self.batch_first, self.share_weights = dropout, batch_first, share_weights
+        self.q_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
+        self.k_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
+        self.v_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
+        self.out_proj = ComplexLinear(embed_dim, embed_dim, bias, **factory)
+
+    def reset_parameters(self) -> None:
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            proj.reset_parameters()
+
+    def _heads(self, x: Tensor) -> Tensor:
+        b, length, _ = x.shape
+        return x.view(b, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None,
+                key_padding_mask: Tensor | None = None, need_weights: bool = False, attn_mask: Tensor | None = None,
+                average_attn_weights: bool = True, is_causal: bool = False, cache: dict | None = None,
+                static_kv: bool = False) -> tuple[Tensor, Tensor | None]:
+        """See the class docstring.
+
+        ``cache`` (a dict, filled in place) enables step-wise decoding: the projected, head-split
+        keys and values are stored under ``"k"``/``"v"`` and new ones appended at each call, so
+        each step projects only its new tokens. With ``static_kv=True`` (cross-attention) the
+        cached keys/values are computed once and reused. Masks must then cover the full cached
+        key length.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, z in (("query", query), ("key", key), ("value", value)):
+            CF._require_complex(name, z)
+            if z.dim() != 3 or z.shape[-1] != self.embed_dim:
+                raise ValueError(f"{name} must be [B, L, {self.embed_dim}] complex, got {tuple(z.shape)}")
+        if not self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        q = self._heads(self.q_proj(query))
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k = self._heads(self.k_proj(key))
+            v = self._heads(self.v_proj(value))
+            if cache is not None and "k" in cache:
+                k = torch.cat((cache["k"], k), dim=2)
+                v = torch.cat((cache["v"], v), dim=2)
+        if cache is not None:
+            cache["k"], cache["v"] = k, v
+        mask = merge_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask, is_causal, device=q.device)
+        out, weights = CF.complex_scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
+        out = self.out_proj(out.transpose(1, 2).reshape(query.shape[0], query.shape[1], self.embed_dim))
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        return out, weights.mean(1) if average_attn_weights else weights
+
+    def extra_repr(self) -> str:
+        s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.share_weights:
+            s += ", share_weights=True"
+        return s

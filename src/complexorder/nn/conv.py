@@ -1,0 +1,73 @@
+"""Complex 1-d convolution (paper appendix B: Eq. 10 applied to kernels)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from . import functional as CF
+from .linear import init_complex_pair
+
+__all__ = ["ComplexConv1d"]
+
+
+class ComplexConv1d(nn.Module):
+    r"""Complex convolution over time, ``(A*x - B*y + c) + i(B*x + A*y + d)``.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation: as
+            :class:`torch.nn.Conv1d`; ``padding=0`` (default) is the narrow convolution of the paper.
+        bias: learn ``c + id``.
+        share_weights: ``A = B`` and ``c = d`` (half the parameters).
+
+    Shape:
+        ``[N, C_in, L]`` complex -> ``[N, C_out, (L + 2 padding - dilation (k - 1) - 1) // stride + 1]``.
+
+    Examples::
+
+        >>> conv = ComplexConv1d(300, 100, 3)
+        >>> conv(torch.randn(2, 300, 20, dtype=torch.complex64)).shape
+        torch.Size([2, 100, 18])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
+                 dilation: int = 1, bias: bool = True, share_weights: bool = False, device=None, dtype=None) -> None:
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+        self.share_weights = share_weights
+        shape = (out_channels, in_channels, kernel_size)
+        self.weight_real = nn.Parameter(torch.empty(shape, **factory))
+        self.register_parameter("weight_imag", None if share_weights else nn.Parameter(torch.empty(shape, **factory)))
+        self.register_parameter("bias_real", nn.Parameter(torch.empty(out_channels, **factory)) if bias else None)
+        self.register_parameter("bias_imag", nn.Parameter(torch.empty(out_channels, **factory))
+                                if bias and not share_weights else None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init_complex_pair(self.weight_real, self.weight_imag, self.in_channels * self.kernel_size,
+                          self.bias_real, self.bias_imag)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() != 3 or input.shape[1] != self.in_channels:
+            raise ValueError(f"ComplexConv1d expects input [N, {self.in_channels}, L], got {tuple(input.shape)}")
+        if input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * self.padding:
+            raise ValueError(f"input length {input.shape[-1]} is shorter than the kernel ({self.kernel_size}); "
+                             "pad the sequences to at least the kernel size")
+        return CF.complex_conv1d(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag,
+                                 self.stride, self.padding, self.dilation)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        if self.stride != 1:
+            s += f", stride={self.stride}"
+        if self.padding:
+            s += f", padding={self.padding}"
+        if self.dilation != 1:
+            s += f", dilation={self.dilation}"
+        if self.bias_real is None:
+            s += ", bias=False"
+        if self.share_weights:
+            s += ", share_weights=True"
+        return s

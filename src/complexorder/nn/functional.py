@@ -1,0 +1,201 @@
+"""Pure functions behind the complex layers (paper appendix B), on complex tensors.
+
+Every function takes and returns ``torch.complex64`` (or ``complex128``) tensors; weights are
+kept as real pairs ``(A, B)`` for ``W = A + iB`` so that the real/imaginary weight sharing of
+the paper (``A = B``, ``c = d``) is simply ``weight_imag=None``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .wave import complex_order_embedding, complex_order_embedding_reference
+
+__all__ = [
+    "complex_linear",
+    "complex_conv1d",
+    "split_activation",
+    "complex_dropout",
+    "complex_layer_norm",
+    "modulus",
+    "complex_scaled_dot_product_attention",
+    "causal_mask",
+    "complex_order_embedding",
+    "complex_order_embedding_reference",
+]
+
+
+def _require_complex(name: str, z: Tensor) -> None:
+    if not isinstance(z, Tensor) or not z.is_complex():
+        got = z.dtype if isinstance(z, Tensor) else type(z).__name__
+        raise TypeError(f"{name} must be a complex tensor (torch.complex64), got {got}")
+
+
+def _as_complex(real: Tensor, imag: Tensor | None) -> Tensor:
+    return torch.complex(real, real if imag is None else imag)
+
+
+def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | None = None,
+                   bias_real: Tensor | None = None, bias_imag: Tensor | None = None) -> Tensor:
+    r"""Complex dense layer, paper Eq. 10/11 without the activation.
+
+    For ``z = x + iy``, ``W = A + iB`` and ``b = c + id``:
+
+    .. math:: W z + b = (Ax - By + c) + i(Bx + Ay + d)
+
+    ``weight_imag=None`` is the paper's weight sharing ``A = B`` (and ``bias_imag=None`` with a
+    bias gives ``c = d``); it costs two real products instead of a complex one:
+    ``(Ax - Ay + c) + i(Ax + Ay + c)``.
+
+    Shape: ``input [..., in]`` complex, ``weight_* [out, in]``, ``bias_* [out]`` -> ``[..., out]``.
+    """
+    _require_complex("input", input)
+    if weight_imag is None:
+        x, y = input.real, input.imag
+        both = F.linear(torch.stack((x - y, x + y)), weight_real, bias_real)
+        return torch.complex(both[0], both[1])
+    bias = None if bias_real is None else _as_complex(bias_real, bias_imag)
+    return F.linear(input, _as_complex(weight_real, weight_imag), bias)
+
+
+def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | None = None,
+                   bias_real: Tensor | None = None, bias_imag: Tensor | None = None,
+                   stride: int = 1, padding: int = 0, dilation: int = 1) -> Tensor:
+    r"""Complex 1-d convolution: Eq. 10 applied to kernels, ``(A*x - B*y + c) + i(B*x + A*y + d)``.
+
+    ``padding=0`` is the narrow (valid) convolution of the paper. ``weight_imag=None`` shares
+    ``A = B`` (and ``c = d``) as :func:`complex_linear`.
+
+    Shape: ``input [N, C_in, L]`` complex, ``weight_* [C_out, C_in, k]`` -> ``[N, C_out, L_out]``.
+    """
+    _require_complex("input", input)
+    if weight_imag is None:
+        x, y = input.real, input.imag
+        both = F.conv1d(torch.cat((x - y, x + y)), weight_real, bias_real, stride, padding, dilation)
+        n = input.shape[0]
+        return torch.complex(both[:n], both[n:])
+    x, y = input.real, input.imag
+    # Real block form: one convolution with [A; B] on x and one on y.
+    w = torch.cat((weight_real, weight_imag))
+    ax_bx = F.conv1d(x, w, None, stride, padding, dilation)
+    ay_by = F.conv1d(y, w, None, stride, padding, dilation)
+    c_out = weight_real.shape[0]
+    real = ax_bx[:, :c_out] - ay_by[:, c_out:]
+    imag = ax_bx[:, c_out:] + ay_by[:, :c_out]
+    if bias_real is not None:
+        real = real + bias_real.unsqueeze(-1)
+        imag = imag + (bias_real if bias_imag is None else bias_imag).unsqueeze(-1)
+    return torch.complex(real, imag)
+
+
+def split_activation(input: Tensor, activation: Callable[[Tensor], Tensor]) -> Tensor:
+    r"""Split activation ``f(z) = sigma(Re z) + i sigma(Im z)`` (paper Eq. 10/12)."""
+    _require_complex("input", input)
+    return torch.complex(activation(input.real), activation(input.imag))
+
+
+def complex_dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Dropout of whole complex units: one mask for both parts, kept units scaled by ``1/(1-p)``.
+
+    Dropping the complex number (not its parts separately) keeps the phase of surviving units,
+    which is where the complex-order embedding stores position.
+    """
+    _require_complex("input", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return input
+    mask = F.dropout(torch.ones(input.shape, dtype=input.real.dtype, device=input.device), p, True)
+    return input * mask
+
+
+def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
+                       bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Layer norm applied to the real and imaginary parts separately (paper appendix B).
+
+    ``weight``/``bias`` are real ``[2, *normalized_shape]``: row 0 for the real part, row 1 for
+    the imaginary part.
+    """
+    _require_complex("input", input)
+    parts = torch.stack((input.real, input.imag))
+    parts = F.layer_norm(parts, normalized_shape, None, None, eps)
+    if weight is not None:
+        extra = parts.dim() - 1 - len(normalized_shape)
+        w = weight.view(2, *([1] * extra), *normalized_shape)
+        parts = parts * w
+        if bias is not None:
+            parts = parts + bias.view_as(w)
+    return torch.complex(parts[0], parts[1])
+
+
+def modulus(input: Tensor, eps: float = 0.0) -> Tensor:
+    """The read-out ``|z| = sqrt(Re z^2 + Im z^2)`` of the last layer (real output).
+
+    With ``eps > 0`` it is ``sqrt(|z|^2 + eps)``, differentiable at ``z = 0``.
+    """
+    _require_complex("input", input)
+    if eps == 0.0:
+        return input.abs()
+    return torch.sqrt(input.real.square() + input.imag.square() + eps)
+
+
+def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tensor:
+    """Boolean ``[Lq, Lk]`` mask, True where attention is allowed: query ``i`` sees key ``j <= i + Lk - Lq``.
+
+    The mask is aligned bottom-right, so with a cache of earlier keys (``Lk > Lq``) the last
+    query is the newest position and sees every key.
+    """
+    key_len = query_len if key_len is None else key_len
+    return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(key_len - query_len)
+
+
+def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                                         dropout_p: float = 0.0, training: bool = True,
+                                         scale: float | None = None) -> tuple[Tensor, Tensor]:
+    r"""Complex attention, paper Eq. 13-14.
+
+    .. math::
+        e_{ij} = \frac{|q_i \cdot \overline{k_j}|}{\sqrt{d}}, \quad
+        a_{ij} = \mathrm{softmax}_j(e_{ij}), \quad out_i = \sum_j a_{ij} v_j
+
+    ``q_i . conj(k_j)`` is the Hermitian product; the weights are real.
+
+    Args:
+        query: ``[..., Lq, d]`` complex.
+        key: ``[..., Lk, d]`` complex.
+        value: ``[..., Lk, dv]`` complex.
+        mask: boolean, broadcastable to ``[..., Lq, Lk]``, True where attention is allowed (the
+            convention of :func:`torch.nn.functional.scaled_dot_product_attention`). A query with
+            no allowed key gets zero weights and a zero output.
+        dropout_p: dropout on the attention weights (only when ``training``).
+        scale: defaults to ``1 / sqrt(d)``.
+
+    Returns:
+        ``(output [..., Lq, dv] complex, weights [..., Lq, Lk] real)``.
+    """
+    for name, z in (("query", query), ("key", key), ("value", value)):
+        _require_complex(name, z)
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"query and key must share their last dimension, got {query.shape[-1]} and {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"key and value must have the same length, got {key.shape[-2]} and {value.shape[-2]}")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1).conj()).abs() * scale
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a boolean tensor (True = attention allowed), got dtype {mask.dtype}")
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    if dropout_p > 0.0 and training:
+        weights = F.dropout(weights, dropout_p, True)
+    # Real weights times complex values: one real product over the interleaved parts.
+    v = torch.view_as_real(value).flatten(-2)
+    out = torch.matmul(weights, v).unflatten(-1, (value.shape[-1], 2))
+    return torch.view_as_complex(out.contiguous()), weights

@@ -1,0 +1,75 @@
+"""Normalisation of the real and imaginary parts separately (paper appendix B)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from . import functional as CF
+
+__all__ = ["ComplexLayerNorm", "ComplexBatchNorm1d"]
+
+
+class ComplexLayerNorm(nn.Module):
+    """Layer norm of ``Re z`` and ``Im z`` separately, each with its own affine parameters.
+
+    Args:
+        normalized_shape: trailing shape to normalise over (an int for the last dimension).
+        eps: as :class:`torch.nn.LayerNorm`.
+        elementwise_affine: learn ``weight``/``bias`` of shape ``[2, *normalized_shape]``
+            (row 0 real part, row 1 imaginary part).
+
+    Shape: ``[..., *normalized_shape]`` complex -> same.
+    """
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.empty(2, *self.normalized_shape, device=device, dtype=dtype))
+            self.bias = nn.Parameter(torch.empty(2, *self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            nn.init.ones_(self.weight)
+            nn.init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return CF.complex_layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class ComplexBatchNorm1d(nn.Module):
+    """Batch norm of ``Re z`` and ``Im z`` separately (paper appendix B), each with its own statistics.
+
+    Args: as :class:`torch.nn.BatchNorm1d` (``num_features`` complex channels).
+
+    Shape: ``[N, C]`` or ``[N, C, L]`` complex -> same.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        kwargs = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
+                      device=device, dtype=dtype)
+        self.real = nn.BatchNorm1d(num_features, **kwargs)
+        self.imag = nn.BatchNorm1d(num_features, **kwargs)
+
+    def reset_parameters(self) -> None:
+        self.real.reset_parameters()
+        self.imag.reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        CF._require_complex("input", input)
+        return torch.complex(self.real(input.real), self.imag(input.imag))

@@ -1,0 +1,129 @@
+"""Complex Transformer layers: self-attention + complex feed-forward, residuals, per-part layer norm."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from .activation import ComplexDropout, SplitActivation
+from .attention import ComplexMultiheadAttention
+from .linear import ComplexLinear
+from .normalization import ComplexLayerNorm
+
+__all__ = ["ComplexTransformerEncoderLayer", "ComplexTransformerDecoderLayer"]
+
+
+class _FeedForward(nn.Module):
+    """``linear2(dropout(f(linear1(z))))`` with complex linears and a split activation."""
+
+    def __init__(self, d_model: int, dim_feedforward: int, dropout: float, activation: str,
+                 share_weights: bool, factory: dict) -> None:
+        super().__init__()
+        self.linear1 = ComplexLinear(d_model, dim_feedforward, share_weights=share_weights, **factory)
+        self.activation = SplitActivation(activation)
+        self.dropout = ComplexDropout(dropout)
+        self.linear2 = ComplexLinear(dim_feedforward, d_model, share_weights=share_weights, **factory)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class ComplexTransformerEncoderLayer(nn.Module):
+    r"""Complex counterpart of :class:`torch.nn.TransformerEncoderLayer` (paper appendix B).
+
+    ``x = norm1(x + dropout(self_attn(x)))``, ``x = norm2(x + dropout(ffn(x)))`` (post-norm, as
+    Vaswani et al.; ``norm_first=True`` gives the pre-norm variant). Attention is
+    :class:`ComplexMultiheadAttention`, the feed-forward block two :class:`ComplexLinear` with a
+    split activation, and the norms :class:`ComplexLayerNorm` (real and imaginary parts separately).
+
+    Args:
+        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first:
+            as :class:`torch.nn.TransformerEncoderLayer` (``batch_first`` defaults to True here).
+        share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
+        share_ffn_weights: the same sharing in the feed-forward block.
+
+    Shape: ``src [B, L, d_model]`` complex -> same. ``src_key_padding_mask [B, L]`` True = padding.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
+                 norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                   batch_first=batch_first, **factory)
+        self.ffn = _FeedForward(d_model, dim_feedforward, dropout, activation, share_ffn_weights, factory)
+        self.norm1 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
+        self.norm2 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
+        self.dropout1 = ComplexDropout(dropout)
+        self.dropout2 = ComplexDropout(dropout)
+        self.norm_first = norm_first
+
+    def _sa(self, x: Tensor, attn_mask, key_padding_mask, is_causal) -> Tensor:
+        out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=is_causal)
+        return self.dropout1(out)
+
+    def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
+                is_causal: bool = False) -> Tensor:
+        x = src
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self.dropout2(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+class ComplexTransformerDecoderLayer(nn.Module):
+    r"""Complex counterpart of :class:`torch.nn.TransformerDecoderLayer`.
+
+    Causal complex self-attention, complex cross-attention over the encoder ``memory`` and the
+    complex feed-forward block, each with a residual and a per-part layer norm.
+
+    ``cache`` (a dict filled in place) makes step-wise decoding incremental: the projected keys
+    and values of earlier target positions and of the memory are kept, so a call with only the
+    newest target token costs one position. Pass ``tgt_is_causal=True`` also in that case (the
+    causal mask is bottom-right aligned).
+
+    Shape: ``tgt [B, Lt, d]``, ``memory [B, Ls, d]`` complex -> ``[B, Lt, d]`` complex.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
+                 norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                   batch_first=batch_first, **factory)
+        self.cross_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                    batch_first=batch_first, **factory)
+        self.ffn = _FeedForward(d_model, dim_feedforward, dropout, activation, share_ffn_weights, factory)
+        self.norm1 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
+        self.norm2 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
+        self.norm3 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
+        self.dropout1 = ComplexDropout(dropout)
+        self.dropout2 = ComplexDropout(dropout)
+        self.dropout3 = ComplexDropout(dropout)
+        self.norm_first = norm_first
+
+    def _sa(self, x, mask, kpm, causal, cache):
+        out, _ = self.self_attn(x, x, x, key_padding_mask=kpm, attn_mask=mask, is_causal=causal,
+                                cache=None if cache is None else cache.setdefault("self", {}))
+        return self.dropout1(out)
+
+    def _ca(self, x, memory, mask, kpm, cache):
+        out, _ = self.cross_attn(x, memory, memory, key_padding_mask=kpm, attn_mask=mask,
+                                 cache=None if cache is None else cache.setdefault("cross", {}), static_kv=True)
+        return self.dropout2(out)
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: bool = False, cache: dict | None = None) -> Tensor:
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache)
+            x = x + self._ca(self.norm2(x), memory, memory_mask, memory_key_padding_mask, cache)
+            return x + self.dropout3(self.ffn(self.norm3(x)))
+        x = self.norm1(x + self._sa(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache))
+        x = self.norm2(x + self._ca(x, memory, memory_mask, memory_key_padding_mask, cache))
+        return self.norm3(x + self.dropout3(self.ffn(x)))

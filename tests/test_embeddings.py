@@ -1,0 +1,338 @@
+"""The embedding family against the paper's equations written out by hand."""
+
+import cmath
+import math
+
+import pytest
+import torch
+
+import complexorder as co
+from complexorder.embeddings import sinusoidal_position_encoding
+
+D64 = torch.float64
+
+
+def hand_wave(r, w, theta, token, pos, d):
+    """Paper Eq. 5 for one word, position and dimension, in Python complex arithmetic."""
+    return r[token][d] * cmath.exp(1j * (w[token][d] * pos + theta[token][d]))
+
+
+def random_embedding(**kw):
+    torch.manual_seed(0)
+    emb = co.ComplexOrderEmbedding(7, 5, dtype=D64, **kw)
+    with torch.no_grad():
+        emb.frequency.uniform_(-2, 2)
+        emb.amplitude.normal_()
+    return emb
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("initial_phase", [False, True])
+def test_eq5_on_random_parameters_and_positions(fused, initial_phase):
+    emb = random_embedding(initial_phase=initial_phase, fused=fused)
+    tokens = torch.tensor([[3, 1, 4, 1], [5, 0, 2, 6]])
+    positions = torch.tensor([[0.0, 2.5, 7.0, 11.0], [3.0, 1.0, 40.0, 9.0]], dtype=D64)
+    out = emb(tokens, positions)
+    r = emb.amplitude.tolist()
+    w = emb.frequency.tolist()
+    theta = emb.initial_phase.tolist() if initial_phase else [[0.0] * 5] * 7
+    for b in range(2):
+        for i in range(4):
+            for d in range(5):
+                expected = hand_wave(r, w, theta, tokens[b, i].item(), positions[b, i].item(), d)
+                assert abs(out[b, i, d].item() - expected) < 1e-10
+
+
+def test_default_positions_count_from_zero_along_last_dim():
+    emb = random_embedding()
+    tokens = torch.tensor([[3, 1, 4], [1, 5, 9 % 7]])
+    assert torch.equal(emb(tokens), emb(tokens, torch.arange(3)))
+    assert torch.equal(emb(tokens), emb(tokens, torch.arange(3).expand(2, 3)))
+    # position 0 leaves the frequency out: the embedding is r_j exactly (no initial phase)
+    assert torch.allclose(emb(tokens)[:, 0].real, emb.amplitude[tokens[:, 0]])
+    assert torch.allclose(emb(tokens)[:, 0].imag, torch.zeros(2, 5, dtype=D64))
+
+
+def test_output_dtype_is_complex64_for_float32_parameters():
+    emb = co.ComplexOrderEmbedding(10, 3)
+    assert emb(torch.tensor([[1, 2]])).dtype == torch.complex64
+    assert emb(torch.tensor([[1, 2]], dtype=torch.int32)).dtype == torch.complex64
+
+
+def test_claim1_linear_witness_and_boundedness():
+    """g(p + n) = exp(i w n) * g(p) for every p: the witness depends on n and the word only."""
+    emb = random_embedding(initial_phase=True)
+    word = torch.tensor([4])
+    p = torch.arange(0, 60, dtype=D64)
+    g = emb(word.expand(60), p)  # [60, D]
+    w = emb.frequency[4]
+    for n in (1, 2, 7, 13):
+        witness = torch.exp(1j * w * n)
+        assert torch.allclose(g[n:], witness * g[:-n], atol=1e-10)
+    assert torch.allclose(g.abs(), emb.amplitude[4].abs().expand(60, 5), atol=1e-12)
+
+
+def test_appendix_a_word_sharing_sinusoidal_frequencies_reproduce_the_transformer_pe():
+    d_complex = 8
+    d_model = 2 * d_complex
+    emb = co.ComplexOrderEmbedding(3, d_complex, frequency_sharing="word", amplitude_sharing="word",
+                                   amplitude_init="ones", frequency_init="sinusoidal", dtype=D64)
+    positions = torch.arange(50)
+    z = emb(torch.zeros(50, dtype=torch.long), positions)
+    for pos in range(50):
+        for k in range(d_complex):
+            pe_2k = math.sin(pos / 10000 ** (2 * k / d_model))
+            pe_2k1 = math.cos(pos / 10000 ** (2 * k / d_model))
+            assert abs(z[pos, k].imag.item() - pe_2k) < 1e-9  # Eq. 8: PE_2k = Im f
+            assert abs(z[pos, k].real.item() - pe_2k1) < 1e-9  # PE_2k+1 = Re f
+    # the same words embed identically: a pure position encoding
+    assert torch.equal(emb(torch.tensor([1, 2]), torch.tensor([3, 3]))[0], emb(torch.tensor([1, 2]), torch.tensor([3, 3]))[1])
+
+
+def test_sinusoidal_position_encoding_is_eq7():
+    pe = sinusoidal_position_encoding(torch.arange(20), 6)
+    for pos in range(20):
+        for k in range(3):
+            assert abs(pe[pos, 2 * k].item() - math.sin(pos / 10000 ** (2 * k / 6))) < 1e-5
+            assert abs(pe[pos, 2 * k + 1].item() - math.cos(pos / 10000 ** (2 * k / 6))) < 1e-5
+
+
+SHARINGS = [(None, None), ("word", None), ("dimension", None), (None, "word"), (None, "dimension"), ("word", "word")]
+
+
+@pytest.mark.parametrize("freq_share,amp_share", SHARINGS)
+@pytest.mark.parametrize("initial_phase", [False, True])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_fused_path_equals_reference_values_and_gradients(freq_share, amp_share, initial_phase, padding_idx):
+    torch.manual_seed(1)
+    kw = dict(frequency_sharing=freq_share, amplitude_sharing=amp_share, initial_phase=initial_phase,
+              padding_idx=padding_idx, frequency_init="uniform", dtype=D64)
+    fast = co.ComplexOrderEmbedding(9, 6, **kw)
+    slow = co.ComplexOrderEmbedding(9, 6, fused=False, **kw)
+    slow.load_state_dict(fast.state_dict())
+    tokens = torch.randint(0, 9, (3, 11))
+    tokens[0, 3] = 2
+    positions = torch.rand(3, 11, dtype=D64) * 30
+    grad = torch.randn(3, 11, 6, dtype=torch.complex128)
+    outs = []
+    for emb in (fast, slow):
+        out = emb(tokens, positions)
+        (out * grad.conj()).real.sum().backward()
+        outs.append(out)
+    assert torch.allclose(outs[0], outs[1], atol=1e-12)
+    for (name, a), (_, b) in zip(fast.named_parameters(), slow.named_parameters()):
+        assert torch.allclose(a.grad, b.grad, atol=1e-10), name
+
+
+def test_gradcheck_fused_function():
+    torch.manual_seed(0)
+    emb = co.ComplexOrderEmbedding(5, 3, initial_phase=True, padding_idx=1, frequency_init="uniform", dtype=D64)
+    tokens = torch.tensor([[0, 1, 2, 4, 4]])
+    pos = torch.tensor([0.0, 1.0, 2.0, 3.5, 9.0], dtype=D64)
+    fn = lambda r, w, t: co.nn.functional.complex_order_embedding(tokens, pos, r, w, t, 1)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (emb.amplitude, emb.frequency, emb.initial_phase))
+
+
+def test_gradients_reach_the_frequencies():
+    emb = co.ComplexOrderEmbedding(10, 4)
+    emb(torch.tensor([[1, 2, 3]])).abs().sum().backward()  # |z| does not depend on w ...
+    assert torch.allclose(emb.frequency.grad, torch.zeros_like(emb.frequency.grad), atol=1e-5)
+    emb.zero_grad()
+    emb(torch.tensor([[1, 2, 3]])).real.sum().backward()  # ... but Re z does
+    assert emb.frequency.grad[2].abs().sum() > 0 and emb.frequency.grad[3].abs().sum() > 0
+    assert emb.frequency.grad[1].abs().sum() == 0  # word 1 sits at position 0: w has no effect there
+    assert emb.frequency.grad[5].abs().sum() == 0  # absent word
+
+
+@pytest.mark.parametrize("freq_share,amp_share", SHARINGS)
+@pytest.mark.parametrize("fused", [True, False])
+def test_padding_embeds_to_exact_zero_and_gets_no_gradient(freq_share, amp_share, fused):
+    emb = co.ComplexOrderEmbedding(6, 4, padding_idx=-1, frequency_sharing=freq_share, amplitude_sharing=amp_share,
+                                   initial_phase=True, fused=fused)
+    assert emb.padding_idx == 5
+    with torch.no_grad():  # even a non-zero padding row embeds to 0
+        emb.amplitude.normal_()
+    tokens = torch.tensor([[1, 5, 2, 5, 5]])
+    out = emb(tokens, torch.tensor([0.0, 3.0, 4.0, 100.0, 7.5]))
+    assert torch.equal(out[0, [1, 3, 4]], torch.zeros(3, 4, dtype=torch.complex64))
+    (out.real.sum() + out.imag.sum()).backward()
+    for name in ("amplitude", "frequency", "initial_phase"):
+        p = getattr(emb, name)
+        if p.shape[0] != 1:
+            assert torch.equal(p.grad[5], torch.zeros_like(p.grad[5])), name
+    # word-shared tables: the padding tokens add nothing to the shared gradient
+    if amp_share == "word":
+        ref = co.ComplexOrderEmbedding(6, 4, padding_idx=5, amplitude_sharing="word", frequency_sharing=freq_share,
+                                       initial_phase=True)
+        ref.load_state_dict(emb.state_dict())
+        o = ref(torch.tensor([[1, 2]]), torch.tensor([0.0, 4.0]))
+        (o.real.sum() + o.imag.sum()).backward()
+        assert torch.allclose(ref.amplitude.grad, emb.amplitude.grad, atol=1e-6)
+
+
+def test_reset_parameters_zeroes_padding_rows():
+    emb = co.ComplexOrderEmbedding(6, 4, padding_idx=0, initial_phase=True)
+    for p in (emb.amplitude, emb.frequency, emb.initial_phase):
+        assert torch.equal(p[0], torch.zeros(4))
+
+
+@pytest.mark.parametrize("kw,expected", [
+    ({}, 2 * 50 * 8),
+    ({"initial_phase": True}, 3 * 50 * 8),
+    ({"frequency_sharing": "word"}, 50 * 8 + 8),
+    ({"frequency_sharing": "dimension"}, 50 * 8 + 50),
+    ({"amplitude_sharing": "word"}, 50 * 8 + 8),
+    ({"amplitude_sharing": "dimension"}, 50 * 8 + 50),
+])
+def test_parameter_counts_follow_the_paper(kw, expected):
+    emb = co.ComplexOrderEmbedding(50, 8, **kw)
+    assert sum(p.numel() for p in emb.parameters()) == expected
+
+
+def test_sharing_attributes_broadcast_to_v_by_d():
+    emb = co.ComplexOrderEmbedding(50, 8, frequency_sharing="word", amplitude_sharing="dimension")
+    assert emb.frequency.shape == (1, 8) and emb.amplitude.shape == (50, 1) and emb.initial_phase is None
+    assert torch.broadcast_shapes(emb.frequency.shape, emb.amplitude.shape) == (50, 8)
+
+
+def test_dimension_sharing_sinusoidal_init_spreads_frequencies_over_words():
+    emb = co.ComplexOrderEmbedding(40, 8, frequency_sharing="dimension")
+    assert emb.frequency.shape == (40, 1)
+    assert torch.allclose(emb.frequency.sort(0).values.squeeze(1), co.sinusoidal_frequencies(40).float().sort().values)
+
+
+def test_pretrained_amplitudes_and_freezing():
+    vectors = torch.randn(12, 6)
+    emb = co.ComplexOrderEmbedding.from_pretrained(vectors, freeze_amplitude=True)
+    assert torch.equal(emb.amplitude, vectors) and not emb.amplitude.requires_grad
+    z = emb(torch.tensor([[3, 4]]), torch.zeros(2))
+    assert torch.allclose(z.real, vectors[[3, 4]].unsqueeze(0))
+    with pytest.raises(ValueError, match=r"amplitude_init must be a real tensor of shape \(12, 5\)"):
+        co.ComplexOrderEmbedding(12, 5, amplitude_init=vectors)
+
+
+def test_sparse_gradients_equal_dense_ones():
+    torch.manual_seed(0)
+    dense = co.ComplexOrderEmbedding(20, 4, padding_idx=0, frequency_init="uniform")
+    sparse = co.ComplexOrderEmbedding(20, 4, padding_idx=0, frequency_init="uniform", sparse=True)
+    sparse.load_state_dict(dense.state_dict())
+    tokens = torch.tensor([[0, 3, 3, 7, 19]])
+    for emb in (dense, sparse):
+        emb(tokens).real.sum().backward()
+    assert sparse.amplitude.grad.is_sparse and sparse.frequency.grad.is_sparse
+    assert torch.allclose(sparse.amplitude.grad.to_dense(), dense.amplitude.grad)
+    assert torch.allclose(sparse.frequency.grad.to_dense(), dense.frequency.grad)
+    opt = torch.optim.SparseAdam(sparse.parameters(), lr=0.1)  # the documented pairing works
+    opt.step()
+
+
+def test_state_dict_round_trip():
+    a = co.ComplexOrderEmbedding(10, 4, initial_phase=True, frequency_sharing="word")
+    b = co.ComplexOrderEmbedding(10, 4, initial_phase=True, frequency_sharing="word")
+    b.load_state_dict(a.state_dict())
+    t = torch.tensor([[1, 2, 3]])
+    assert torch.equal(a(t), b(t))
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def test_token_ids_outside_the_vocabulary():
+    emb = co.ComplexOrderEmbedding(10, 4)
+    with pytest.raises(ValueError, match=r"tokens: id 10 is outside the vocabulary \[0, 10\)"):
+        emb(torch.tensor([[1, 10]]))
+    with pytest.raises(ValueError, match=r"tokens: id -3 is outside the vocabulary \[0, 10\)"):
+        emb(torch.tensor([[-3, 1]]))
+
+
+@pytest.mark.parametrize("name", list(co.EMBEDDINGS))
+def test_every_embedding_rejects_bad_tokens_and_positions(name):
+    emb = co.build_embedding(name, 10, 4)
+    with pytest.raises(TypeError, match="tokens must be an integer tensor"):
+        emb(torch.tensor([[1.0, 2.0]]))
+    with pytest.raises(TypeError, match="tokens must be an integer torch.Tensor"):
+        emb([[1, 2]])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        emb(torch.tensor([[1, 12]]))
+    with pytest.raises(ValueError, match=r"positions of shape \(3,\) do not broadcast to tokens of shape \(2, 2\)"):
+        emb(torch.tensor([[1, 2], [3, 4]]), torch.arange(3))
+    with pytest.raises(ValueError, match=r"do not broadcast"):  # broadcasting would *grow* the tokens
+        emb(torch.tensor([[1, 2]]), torch.zeros(3, 2))
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="frequency_sharing must be one of None, 'word', 'dimension'; got 'words'"):
+        co.ComplexOrderEmbedding(5, 2, frequency_sharing="words")
+    with pytest.raises(ValueError, match="amplitude_sharing must be one of"):
+        co.ComplexOrderEmbedding(5, 2, amplitude_sharing="all")
+    with pytest.raises(ValueError, match="frequency_init must be one of 'sinusoidal', 'uniform', 'zeros'"):
+        co.ComplexOrderEmbedding(5, 2, frequency_init="geometric")
+    with pytest.raises(ValueError, match="unknown embedding 'complex'; valid names: none, pe, tpe, complex-vanilla, complex-order"):
+        co.build_embedding("complex", 5, 2)
+    with pytest.raises(ValueError, match="option.s. initial_phase not accepted by embedding 'tpe'"):
+        co.build_embedding("tpe", 5, 2, initial_phase=True)
+    with pytest.raises(ValueError, match="makes all embedding dimensions identical"):
+        co.ComplexOrderEmbedding(5, 2, frequency_sharing="dimension", amplitude_sharing="dimension")
+
+
+def test_pretrained_of_the_wrong_shape():
+    with pytest.raises(ValueError, match=r"pretrained must be a real tensor of shape \(5, 2\) \(num_embeddings, embedding_dim\), got \(5, 3\)"):
+        co.build_embedding("complex-order", 5, 2, pretrained=torch.zeros(5, 3))
+    with pytest.raises(ValueError, match=r"vectors must be a real tensor of shape \(5, 2\)"):
+        co.WordEmbedding(5, 2).load_word_vectors(torch.zeros(2, 5))
+
+
+# ---------------------------------------------------------------------------- the baselines
+
+
+def test_tpe_is_word_vector_plus_eq7():
+    emb = co.SinusoidalPositionalEmbedding(10, 6)
+    tokens = torch.tensor([[4, 2, 7]])
+    out = emb(tokens)
+    for i in range(3):
+        for k in range(3):
+            assert abs(out[0, i, 2 * k].item() - emb.weight[tokens[0, i], 2 * k].item()
+                       - math.sin(i / 10000 ** (2 * k / 6))) < 1e-5
+            assert abs(out[0, i, 2 * k + 1].item() - emb.weight[tokens[0, i], 2 * k + 1].item()
+                       - math.cos(i / 10000 ** (2 * k / 6))) < 1e-5
+
+
+def test_learned_pe_is_word_plus_position_vector():
+    emb = co.LearnedPositionalEmbedding(10, 3, max_positions=5, padding_idx=0)
+    tokens = torch.tensor([[4, 2, 0]])
+    out = emb(tokens)
+    assert torch.allclose(out[0, 1], emb.weight[2] + emb.position_weight[1])
+    assert torch.equal(out[0, 2], torch.zeros(3))
+    with pytest.raises(ValueError, match=r"positions must be integers in \[0, 5\)"):
+        emb(tokens, torch.tensor([0, 1, 5]))
+
+
+def test_complex_vanilla_ignores_position():
+    emb = co.ComplexVanillaEmbedding(10, 4)
+    tokens = torch.tensor([[3, 3, 3]])
+    out = emb(tokens)
+    assert torch.allclose(out[0, 0], out[0, 2])
+    assert torch.allclose(out[0, 0], torch.polar(emb.amplitude[3], emb.phase[3]))
+    assert (emb.phase >= -math.pi).all() and (emb.phase < math.pi).all()
+
+
+def test_word_embedding_ignores_position_and_pads():
+    emb = co.build_embedding("none", 10, 4, padding_idx=1)
+    out = emb(torch.tensor([[1, 3, 3]]))
+    assert torch.equal(out[0, 0], torch.zeros(4)) and torch.equal(out[0, 1], out[0, 2])
+
+
+@pytest.mark.parametrize("name", list(co.EMBEDDINGS))
+def test_factory_loads_pretrained_vectors_into_the_word_part(name):
+    vectors = torch.randn(10, 4)
+    emb = co.build_embedding(name, 10, 4, pretrained=vectors)
+    table = emb.amplitude if emb.is_complex else emb.weight
+    assert torch.equal(table, vectors)
+
+
+def test_complex_to_real_concatenates_parts():
+    z = torch.randn(2, 3, dtype=torch.complex64)
+    x = co.complex_to_real(z)
+    assert x.shape == (2, 6) and torch.equal(x[:, :3], z.real) and torch.equal(x[:, 3:], z.imag)
+    real = torch.randn(2, 3)
+    assert co.complex_to_real(real) is real

@@ -1,0 +1,370 @@
+"""The complex layers against the paper's equations written out by hand."""
+
+import io
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from complexorder import nn as cnn
+from complexorder.nn import functional as CF
+
+C128 = torch.complex128
+D64 = torch.float64
+
+
+def crandn(*shape):
+    return torch.randn(*shape, dtype=C128)
+
+
+# ------------------------------------------------------------------------------ linear
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_complex_linear_is_eq10_by_hand(share):
+    torch.manual_seed(0)
+    layer = cnn.ComplexLinear(5, 3, share_weights=share, dtype=D64)
+    z = crandn(4, 5)
+    x, y = z.real, z.imag
+    A = layer.weight_real
+    B = A if share else layer.weight_imag
+    c = layer.bias_real
+    d = c if share else layer.bias_imag
+    expected_real = x @ A.T - y @ B.T + c
+    expected_imag = x @ B.T + y @ A.T + d
+    out = layer(z)
+    assert torch.allclose(out.real, expected_real) and torch.allclose(out.imag, expected_imag)
+    # and entry by entry in Python complex arithmetic
+    for n in range(4):
+        for o in range(3):
+            s = sum(complex(A[o, i].item(), B[o, i].item()) * complex(z[n, i].item()) for i in range(5))
+            assert abs(out[n, o].item() - (s + complex(c[o].item(), d[o].item()))) < 1e-10
+
+
+def test_share_weights_halves_the_parameters():
+    full = cnn.ComplexLinear(10, 6)
+    shared = cnn.ComplexLinear(10, 6, share_weights=True)
+    assert sum(p.numel() for p in full.parameters()) == 2 * (60 + 6)
+    assert sum(p.numel() for p in shared.parameters()) == 60 + 6
+    assert shared.weight_imag is None and shared.bias_imag is None
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_complex_linear_is_complex_affine(share):
+    torch.manual_seed(1)
+    layer = cnn.ComplexLinear(6, 4, share_weights=share, dtype=D64)
+    z = crandn(3, 6)
+    f0 = layer(torch.zeros_like(z))
+    for alpha in (2.0 - 1.5j, 1j, -0.3 + 0.0j):
+        assert torch.allclose(layer(alpha * z) - f0, alpha * (layer(z) - f0))
+    # additivity too
+    w = crandn(3, 6)
+    assert torch.allclose(layer(z + w) - f0, (layer(z) - f0) + (layer(w) - f0))
+
+
+def test_complex_linear_rejects_real_input():
+    with pytest.raises(TypeError, match="input must be a complex tensor"):
+        cnn.ComplexLinear(3, 2)(torch.randn(2, 3))
+
+
+# ------------------------------------------------------------------------------ activations, dropout, norms
+
+
+def test_split_activation_and_modulus():
+    z = crandn(4, 5)
+    out = cnn.SplitActivation("sigmoid")(z)
+    assert torch.allclose(out.real, torch.sigmoid(z.real)) and torch.allclose(out.imag, torch.sigmoid(z.imag))
+    out = cnn.SplitActivation(torch.tanh)(z)
+    assert torch.allclose(out.imag, torch.tanh(z.imag))
+    assert torch.allclose(cnn.Modulus()(z), torch.sqrt(z.real ** 2 + z.imag ** 2))
+    assert torch.allclose(cnn.Modulus(eps=1e-6)(z), torch.sqrt(z.real ** 2 + z.imag ** 2 + 1e-6))
+    with pytest.raises(ValueError, match="unknown activation 'swish'; valid names: relu, sigmoid, tanh, gelu, identity"):
+        cnn.SplitActivation("swish")
+
+
+def test_complex_dropout_drops_whole_units_and_keeps_phase():
+    torch.manual_seed(0)
+    z = crandn(200, 50)
+    drop = cnn.ComplexDropout(0.4)
+    out = drop(z)
+    dropped = out == 0
+    assert torch.equal(dropped, (out.real == 0) & (out.imag == 0))  # both parts together
+    kept = ~dropped
+    assert torch.allclose(out[kept], z[kept] / 0.6)  # scaled, same phase
+    assert 0.35 < dropped.float().mean() < 0.45
+    drop.eval()
+    assert torch.equal(drop(z), z)
+    with pytest.raises(ValueError, match=r"dropout probability p must be in \[0, 1\], got 1.5"):
+        cnn.ComplexDropout(1.5)
+
+
+def test_layer_norm_normalises_each_part_separately():
+    torch.manual_seed(0)
+    norm = cnn.ComplexLayerNorm(8, dtype=D64)
+    with torch.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+    z = crandn(3, 4, 8) * 5 + 2
+    out = norm(z)
+    re = F.layer_norm(z.real, (8,), norm.weight[0], norm.bias[0])
+    im = F.layer_norm(z.imag, (8,), norm.weight[1], norm.bias[1])
+    assert torch.allclose(out.real, re) and torch.allclose(out.imag, im)
+
+
+def test_batch_norm_normalises_each_part_separately():
+    torch.manual_seed(0)
+    bn = cnn.ComplexBatchNorm1d(6, dtype=D64)
+    z = crandn(32, 6, 10) * 3 + (1 - 2j)
+    out = bn(z)
+    for part in (out.real, out.imag):
+        assert torch.allclose(part.mean((0, 2)), torch.zeros(6, dtype=D64), atol=1e-10)
+        assert torch.allclose(part.var((0, 2), unbiased=False), torch.ones(6, dtype=D64), atol=1e-3)
+    assert not torch.allclose(bn.real.running_mean, bn.imag.running_mean)
+
+
+# ------------------------------------------------------------------------------ convolution
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_complex_conv1d_is_a_narrow_complex_convolution_by_hand(share):
+    torch.manual_seed(0)
+    conv = cnn.ComplexConv1d(3, 2, 3, share_weights=share, dtype=D64)
+    z = crandn(2, 3, 7)
+    out = conv(z)
+    assert out.shape == (2, 2, 5)  # narrow: L - k + 1
+    A = conv.weight_real
+    B = A if share else conv.weight_imag
+    bias = torch.complex(conv.bias_real, conv.bias_real if share else conv.bias_imag)
+    for n in range(2):
+        for o in range(2):
+            for t in range(5):
+                s = bias[o].item()
+                for c in range(3):
+                    for k in range(3):
+                        s += complex(A[o, c, k].item(), B[o, c, k].item()) * z[n, c, t + k].item()
+                assert abs(out[n, o, t].item() - s) < 1e-10
+
+
+def test_complex_conv1d_bad_input():
+    conv = cnn.ComplexConv1d(4, 2, 5)
+    with pytest.raises(ValueError, match=r"ComplexConv1d expects input \[N, 4, L\], got \(2, 3, 9\)"):
+        conv(torch.randn(2, 3, 9, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="input length 3 is shorter than the kernel"):
+        conv(torch.randn(2, 4, 3, dtype=torch.complex64))
+
+
+# ------------------------------------------------------------------------------ LSTM
+
+
+def lstm_by_hand(lstm, z):
+    """Eq. 12 step by step: complex gate pre-activations, split activations, part-wise gating."""
+    H = lstm.hidden_size
+    Wz = torch.complex(lstm.weight_ih_real, lstm.weight_ih_real if lstm.share_weights else lstm.weight_ih_imag)
+    Wh = torch.complex(lstm.weight_hh_real, lstm.weight_hh_real if lstm.share_weights else lstm.weight_hh_imag)
+    b = torch.complex(lstm.bias_real, lstm.bias_real if lstm.share_weights else lstm.bias_imag)
+    B, L, _ = z.shape
+    h = torch.zeros(B, H, dtype=z.dtype)
+    c = torch.zeros(B, H, dtype=z.dtype)
+    sig = lambda u: torch.complex(torch.sigmoid(u.real), torch.sigmoid(u.imag))  # noqa: E731
+    tanh = lambda u: torch.complex(torch.tanh(u.real), torch.tanh(u.imag))  # noqa: E731
+    partwise = lambda u, v: torch.complex(u.real * v.real, u.imag * v.imag)  # noqa: E731
+    outs = []
+    for t in range(L):
+        pre = z[:, t] @ Wz.T + h @ Wh.T + b
+        i, f, g, o = pre.split(H, dim=-1)
+        c = partwise(sig(f), c) + partwise(sig(i), tanh(g))
+        h = partwise(sig(o), tanh(c))
+        outs.append(h)
+    return torch.stack(outs, 1), h, c
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_complex_lstm_is_eq12_step_by_step(share):
+    torch.manual_seed(0)
+    lstm = cnn.ComplexLSTM(4, 3, batch_first=True, share_weights=share, dtype=D64)
+    z = crandn(2, 6, 4)
+    out, (h, c) = lstm(z)
+    ref_out, ref_h, ref_c = lstm_by_hand(lstm, z)
+    assert torch.allclose(out, ref_out) and torch.allclose(h[0], ref_h) and torch.allclose(c[0], ref_c)
+
+
+def test_complex_lstm_lengths_equal_running_the_truncated_sequences():
+    torch.manual_seed(0)
+    lstm = cnn.ComplexLSTM(4, 3, batch_first=True, dtype=D64)
+    z = crandn(3, 6, 4)
+    lengths = torch.tensor([6, 2, 4])
+    out, (h, c) = lstm(z, lengths=lengths)
+    for b, n in enumerate(lengths.tolist()):
+        ref_out, ref_h, ref_c = lstm_by_hand(lstm, z[b : b + 1, :n])
+        assert torch.allclose(out[b, :n], ref_out[0]) and torch.allclose(h[0, b], ref_h[0])
+        assert torch.allclose(c[0, b], ref_c[0])
+        assert torch.equal(out[b, n:], torch.zeros_like(out[b, n:]))
+
+
+def test_complex_lstm_time_major_and_gradients():
+    lstm = cnn.ComplexLSTM(4, 3)
+    z = torch.randn(5, 2, 4, dtype=torch.complex64)
+    out, (h, _) = lstm(z)
+    assert out.shape == (5, 2, 3) and torch.allclose(out[-1], h[0])
+    out.abs().sum().backward()
+    assert lstm.weight_hh_imag.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match=r"lengths must be \[2\] integers in \[1, L\]"):
+        lstm(z, lengths=torch.tensor([0, 5]))
+
+
+# ------------------------------------------------------------------------------ attention
+
+
+def test_complex_attention_is_eq13_14_by_hand():
+    torch.manual_seed(0)
+    q, k, v = crandn(3, 4), crandn(5, 4), crandn(5, 2)
+    out, w = CF.complex_scaled_dot_product_attention(q, k, v)
+    for i in range(3):
+        e = [abs(sum(q[i, d].item() * k[j, d].item().conjugate() for d in range(4))) / math.sqrt(4) for j in range(5)]
+        z = sum(math.exp(x) for x in e)
+        a = [math.exp(x) / z for x in e]
+        for j in range(5):
+            assert abs(w[i, j].item() - a[j]) < 1e-12
+        for d in range(2):
+            assert abs(out[i, d].item() - sum(a[j] * v[j, d].item() for j in range(5))) < 1e-12
+    assert w.dtype == D64  # real weights
+
+
+def test_attention_mask_really_masks():
+    torch.manual_seed(0)
+    q, k, v = crandn(2, 3, 4), crandn(2, 5, 4), crandn(2, 5, 4)
+    mask = torch.tensor([True, True, False, True, False])
+    out, w = CF.complex_scaled_dot_product_attention(q, k, v, mask)
+    assert torch.equal(w[..., ~mask], torch.zeros(2, 3, 2, dtype=D64))
+    k2, v2 = k.clone(), v.clone()
+    k2[:, ~mask] = crandn(2, 2, 4) * 100
+    v2[:, ~mask] = crandn(2, 2, 4) * 100
+    out2, _ = CF.complex_scaled_dot_product_attention(q, k2, v2, mask)
+    assert torch.allclose(out, out2)
+    ref, _ = CF.complex_scaled_dot_product_attention(q, k[:, mask], v[:, mask])
+    assert torch.allclose(out, ref)
+    # a query that may see nothing gets zeros, not NaN, and so do the gradients
+    none = torch.zeros(3, 5, dtype=torch.bool)
+    none[1:] = True
+    qg = q.clone().requires_grad_()
+    out3, w3 = CF.complex_scaled_dot_product_attention(qg, k, v, none)
+    assert torch.equal(out3[:, 0], torch.zeros(2, 4, dtype=C128)) and not torch.isnan(w3).any()
+    out3.abs().sum().backward()
+    assert not torch.isnan(qg.grad).any()
+    with pytest.raises(TypeError, match="mask must be a boolean tensor"):
+        CF.complex_scaled_dot_product_attention(q, k, v, mask.float())
+
+
+def test_causal_mask_is_bottom_right_aligned():
+    assert torch.equal(CF.causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    assert torch.equal(CF.causal_mask(1, 4), torch.ones(1, 4, dtype=torch.bool))
+    assert torch.equal(CF.causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+
+
+def test_multihead_attention_key_padding_and_causal_masks():
+    torch.manual_seed(0)
+    mha = cnn.ComplexMultiheadAttention(8, 2, dtype=D64).eval()
+    x = crandn(2, 6, 8)
+    pad = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    out, _ = mha(x, key_padding_mask=pad)
+    x2 = x.clone()
+    x2[1, 4:] = crandn(2, 8) * 50
+    out2, _ = mha(x2, key_padding_mask=pad)
+    assert torch.allclose(out[:, :4], out2[:, :4]) and torch.allclose(out[0], out2[0])
+    # causal: changing a later token leaves the earlier outputs unchanged
+    out, w = mha(x, is_causal=True, need_weights=True)
+    x3 = x.clone()
+    x3[:, 3] += 10
+    out3, _ = mha(x3, is_causal=True)
+    assert torch.allclose(out[:, :3], out3[:, :3]) and not torch.allclose(out[:, 3], out3[:, 3])
+    assert torch.equal(w.triu(1), torch.zeros_like(w))
+    # attn_mask follows nn.MultiheadAttention: True = not allowed
+    forbid = ~CF.causal_mask(6)
+    out4, _ = mha(x, attn_mask=forbid)
+    assert torch.allclose(out, out4)
+
+
+def test_multihead_attention_cache_equals_full_pass():
+    torch.manual_seed(0)
+    mha = cnn.ComplexMultiheadAttention(8, 2, dtype=D64).eval()
+    x = crandn(2, 5, 8)
+    full, _ = mha(x, is_causal=True)
+    cache = {}
+    steps = [mha(x[:, t : t + 1], is_causal=True, cache=cache)[0] for t in range(5)]
+    assert torch.allclose(torch.cat(steps, 1), full)
+    assert cache["k"].shape == (2, 2, 5, 4)
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_multihead_attention_share_weights_and_state_dict(share):
+    a = cnn.ComplexMultiheadAttention(8, 4, share_weights=share)
+    n = sum(p.numel() for p in a.parameters())
+    per_proj_full = 2 * (64 + 8)
+    per_proj_shared = 64 + 8
+    assert n == (3 * (per_proj_shared if share else per_proj_full) + per_proj_full)
+    b = cnn.ComplexMultiheadAttention(8, 4, share_weights=share)
+    buf = io.BytesIO()
+    torch.save(a.state_dict(), buf)
+    buf.seek(0)
+    b.load_state_dict(torch.load(buf, weights_only=True))
+    x = torch.randn(1, 3, 8, dtype=torch.complex64)
+    assert torch.equal(a(x)[0], b(x)[0])
+
+
+def test_multihead_attention_bad_input():
+    mha = cnn.ComplexMultiheadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"embed_dim \(8\) must be divisible by num_heads \(3\)"):
+        cnn.ComplexMultiheadAttention(8, 3)
+    with pytest.raises(ValueError, match=r"query must be \[B, L, 8\] complex, got \(2, 3, 4\)"):
+        mha(torch.randn(2, 3, 4, dtype=torch.complex64))
+    with pytest.raises(ValueError, match=r"key_padding_mask must be \[B, 3\]"):
+        mha(torch.randn(2, 3, 8, dtype=torch.complex64), key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
+
+
+# ------------------------------------------------------------------------------ transformer layers
+
+
+def test_encoder_layer_is_permutation_equivariant_without_positions():
+    torch.manual_seed(0)
+    layer = cnn.ComplexTransformerEncoderLayer(8, 2, 16, dropout=0.0, dtype=D64).eval()
+    x = crandn(2, 5, 8)
+    perm = torch.tensor([3, 0, 4, 1, 2])
+    assert torch.allclose(layer(x)[:, perm], layer(x[:, perm]))
+
+
+def test_encoder_layer_is_the_composition_of_its_parts():
+    torch.manual_seed(0)
+    layer = cnn.ComplexTransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", dtype=D64).eval()
+    x = crandn(2, 5, 8)
+    a, _ = layer.self_attn(x)
+    h = layer.norm1(x + a)
+    ff = layer.ffn.linear2(CF.split_activation(layer.ffn.linear1(h), F.gelu))
+    assert torch.allclose(layer(x), layer.norm2(h + ff))
+
+
+def test_encoder_layer_state_dict_round_trip_and_padding():
+    a = cnn.ComplexTransformerEncoderLayer(8, 2, 16, share_weights=True, norm_first=True).eval()
+    b = cnn.ComplexTransformerEncoderLayer(8, 2, 16, share_weights=True, norm_first=True).eval()
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(2, 4, 8, dtype=torch.complex64)
+    pad = torch.tensor([[False, False, True, True], [False] * 4])
+    assert torch.equal(a(x, src_key_padding_mask=pad), b(x, src_key_padding_mask=pad))
+    x2 = x.clone()
+    x2[0, 2:] = 7
+    assert torch.allclose(a(x, src_key_padding_mask=pad)[0, :2], a(x2, src_key_padding_mask=pad)[0, :2])
+
+
+def test_decoder_layer_incremental_equals_full_and_is_causal():
+    torch.manual_seed(0)
+    layer = cnn.ComplexTransformerDecoderLayer(8, 2, 16, dropout=0.0, dtype=D64).eval()
+    tgt, memory = crandn(2, 5, 8), crandn(2, 7, 8)
+    mpad = torch.tensor([[False] * 7, [False] * 5 + [True] * 2])
+    full = layer(tgt, memory, memory_key_padding_mask=mpad, tgt_is_causal=True)
+    cache = {}
+    steps = [layer(tgt[:, t : t + 1], memory, memory_key_padding_mask=mpad, tgt_is_causal=True, cache=cache)
+             for t in range(5)]
+    assert torch.allclose(torch.cat(steps, 1), full)
+    tgt2 = tgt.clone()
+    tgt2[:, 4] += 3
+    assert torch.allclose(layer(tgt2, memory, memory_key_padding_mask=mpad, tgt_is_causal=True)[:, :4], full[:, :4])
