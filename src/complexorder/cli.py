@@ -1,0 +1,57 @@
+"""The ``complexorder`` command line. Each subcommand lives in the module that does its work.
+
+Errors a user can fix (bad names, missing files, malformed input) print one line
+``complexorder: error: ...`` and exit with status 2; set ``COMPLEXORDER_DEBUG=1`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+#: subcommand -> module defining ``register(subparsers)``; imported only when needed.
+COMMANDS: dict[str, str] = {
+    "demo": "complexorder.experiments.demo_cli",
+}
+
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError, KeyError,
+               ConnectionError)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="complexorder",
+                                     description="Order-aware complex-valued word embeddings (Wang et al., ICLR 2020).")
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"complexorder {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    # Register only the command asked for (fast start-up), or all of them for --help.
+    wanted = [a for a in (argv or []) if not a.startswith("-")][:1]
+    names = wanted if wanted and wanted[0] in COMMANDS else list(COMMANDS)
+    for name in names:
+        importlib.import_module(COMMANDS[name]).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except USER_ERRORS as exc:
+        if os.environ.get("COMPLEXORDER_DEBUG"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"complexorder: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("complexorder: interrupted; finished results are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

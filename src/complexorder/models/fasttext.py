@@ -1,0 +1,51 @@
+"""FastText classifier (Joulin et al. 2016): the mean of the word embeddings through a dense layer."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from ..nn import ComplexLinear, SplitActivation
+from .readout import make_dropout, masked_mean, padding_mask, to_real_features
+
+__all__ = ["FastTextClassifier"]
+
+
+class FastTextClassifier(nn.Module):
+    r"""Mean of the embeddings -> dense (``hidden``) -> activation -> dropout -> output layer.
+
+    With a complex embedding the mean and the dense layer are complex (paper appendix B,
+    Eq. 10) and the hidden layer is read out with the modulus before the real output layer.
+    A complex-order embedding keeps word order in the phases of the mean: words at different
+    positions interfere.
+
+    Args:
+        embedding: any module of :mod:`complexorder.embeddings` (real or complex).
+        num_classes: output classes.
+        hidden: width of the dense layer.
+        dropout: dropout on the embeddings and the hidden layer.
+        share_weights: ``A = B`` in the complex dense layer.
+
+    Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+    """
+
+    def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,
+                 share_weights: bool = False) -> None:
+        super().__init__()
+        self.embedding = embedding
+        complex_ = embedding.is_complex
+        dim = embedding.embedding_dim
+        self.dropout = make_dropout(dropout, complex_)
+        if complex_:
+            self.hidden = ComplexLinear(dim, hidden, share_weights=share_weights)
+            self.activation = SplitActivation("relu")
+        else:
+            self.hidden = nn.Linear(dim, hidden)
+            self.activation = nn.ReLU()
+        self.hidden_dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(hidden, num_classes)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        mask = padding_mask(tokens, self.embedding)
+        x = self.dropout(self.embedding(tokens))
+        h = self.activation(self.hidden(masked_mean(x, mask)))
+        return self.output(self.hidden_dropout(to_real_features(h)))

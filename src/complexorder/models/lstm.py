@@ -1,0 +1,44 @@
+"""LSTM classifier: the last hidden state of a (complex) LSTM over the embeddings."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from ..nn import ComplexLSTM
+from .readout import make_dropout, padding_mask, to_real_features
+
+__all__ = ["LSTMClassifier"]
+
+
+class LSTMClassifier(nn.Module):
+    r"""Embeddings -> LSTM (``hidden``) -> hidden state at each sentence's last token -> dropout -> output.
+
+    With a complex embedding the LSTM is :class:`~complexorder.nn.ComplexLSTM` (paper Eq. 12) and
+    its last hidden state is read out with the modulus. Variable lengths are handled by packing.
+
+    Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+    """
+
+    def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,
+                 share_weights: bool = False) -> None:
+        super().__init__()
+        self.embedding = embedding
+        complex_ = embedding.is_complex
+        dim = embedding.embedding_dim
+        self.dropout = make_dropout(dropout, complex_)
+        if complex_:
+            self.lstm = ComplexLSTM(dim, hidden, batch_first=True, share_weights=share_weights)
+        else:
+            self.lstm = nn.LSTM(dim, hidden, batch_first=True)
+        self.feature_dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(hidden, num_classes)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        lengths = padding_mask(tokens, self.embedding).sum(1).clamp_min(1).cpu()
+        x = self.dropout(self.embedding(tokens))
+        if isinstance(self.lstm, ComplexLSTM):
+            _, (h, _) = self.lstm(x, lengths=lengths)
+        else:
+            _, (h, _) = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+        return self.output(self.feature_dropout(to_real_features(h[-1])))

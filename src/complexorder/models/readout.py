@@ -1,0 +1,43 @@
+"""Pieces shared by the classifiers: padding masks, pooling, dropout and the read-out.
+
+A classifier is real or complex according to its embedding (``embedding.is_complex``); these
+helpers pick the matching operation so that each architecture is written once.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..nn import ComplexDropout
+from ..nn.functional import modulus
+
+__all__ = ["padding_mask", "masked_mean", "masked_max", "make_dropout", "to_real_features"]
+
+
+def padding_mask(tokens: Tensor, embedding: nn.Module) -> Tensor:
+    """Boolean ``[B, L]``: True at real tokens, False at the embedding's ``padding_idx``."""
+    pad = getattr(embedding, "padding_idx", None)
+    if pad is None:
+        return torch.ones_like(tokens, dtype=torch.bool)
+    return tokens != pad
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """Mean over dim 1 of ``x [B, L, D]`` (real or complex) at the True positions of ``mask [B, L]``."""
+    weights = mask.to(x.real.dtype).unsqueeze(-1)
+    return (x * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+
+
+def masked_max(x: Tensor, mask: Tensor) -> Tensor:
+    """Max over dim 1 of a real ``x [B, L, D]`` at the True positions of ``mask [B, L]``."""
+    return x.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
+
+
+def make_dropout(p: float, is_complex: bool) -> nn.Module:
+    return ComplexDropout(p) if is_complex else nn.Dropout(p)
+
+
+def to_real_features(x: Tensor) -> Tensor:
+    """The read-out of the last complex layer: the modulus ``|z|`` (real inputs pass through)."""
+    return modulus(x) if x.is_complex() else x
