@@ -1,0 +1,116 @@
+"""Nothing is lost: atomic files, append-only result logs, and checkpoints that say what they are.
+
+A checkpoint is a plain dict saved with ``torch.save`` and read back with
+``torch.load(..., weights_only=True)``::
+
+    {"format": "complexorder", "version": 1, "kind": "classifier" | "translation" | "language-model",
+     "config": {...}, "model_state": {...}, ...}   # plus whatever the writer adds (vocabulary, optimizer, ...)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "save_checkpoint",
+           "load_checkpoint", "CHECKPOINT_FORMAT"]
+
+CHECKPOINT_FORMAT = "complexorder"
+CHECKPOINT_VERSION = 1
+
+
+def _check_writable_dir(path: Path) -> None:
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PermissionError(f"cannot create directory {parent} for {path}: {exc.strerror}") from None
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(f"cannot write {path}: directory {parent} is not writable")
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file)."""
+    path = Path(path)
+    _check_writable_dir(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def append_jsonl(path: str | Path, record: dict) -> None:
+    """Append one JSON line; the line is written with a single ``write`` and fsynced.
+
+    A crash can at worst leave a truncated last line, which :func:`read_jsonl` skips (and
+    reports); earlier lines are never touched.
+    """
+    path = Path(path)
+    _check_writable_dir(path)
+    line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    with open(path, "ab") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:
+    """Records of a JSON-lines file (missing file: empty). Malformed lines are skipped and reported."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    with path.open("r", encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                if warn is not None:
+                    warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
+    return records
+
+
+def save_checkpoint(path: str | Path, kind: str, model_state: dict, config: dict, **extra: Any) -> None:
+    """Atomically save a checkpoint of ``kind`` with its config and any extra entries."""
+    payload = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "kind": kind, "config": config,
+               "model_state": model_state, **extra}
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None) -> dict:
+    """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): {first}") from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if kinds is not None and payload.get("kind") not in kinds:
+        raise ValueError(f"checkpoint {path} holds a {payload.get('kind')!r} model, expected {' or '.join(map(repr, kinds))}")
+    return payload

@@ -1,0 +1,139 @@
+"""Typed experiment configs: dataclasses filled from versioned TOML files, unknown keys rejected.
+
+Example::
+
+    @dataclass
+    class TrainConfig:
+        epochs: int = 10
+        lr: float = 1e-3
+
+    cfg = load_config("configs/x.toml", TrainConfig)            # or a dict
+    cfg = apply_overrides(cfg, {"epochs": 3})
+    record = config_to_dict(cfg)                                 # saved with every result/checkpoint
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "read_toml"]
+
+T = TypeVar("T")
+
+
+def read_toml(path: str | Path) -> dict:
+    """Parse a TOML file; a missing or malformed file is a one-line error naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _check_value(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _check_value(value, arg, where)
+            except (TypeError, ValueError) as exc:
+                errors.append(str(exc))
+        raise ValueError(errors[0] if errors else f"{where}: unexpected value {value!r}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(f"{where}: must be one of {', '.join(repr(a) for a in args)}, got {value!r}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {value!r}")
+        item = args[0] if args else Any
+        items = [_check_value(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected a table, got {value!r}")
+        return dict(value)
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected a table, got {value!r}")
+        return config_from_dict(value, tp, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
+    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are one-line errors."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a table of settings, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(fields)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {name: _check_value(value, hints[name], f"{where}.{name}") for name, value in data.items()}
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field without a default
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def load_config(source: str | Path | dict, cls: type[T]) -> T:
+    """Load ``cls`` from a TOML file path or a dict."""
+    if isinstance(source, dict):
+        return config_from_dict(source, cls)
+    return config_from_dict(read_toml(source), cls, where=str(source))
+
+
+def config_to_dict(config: Any) -> dict:
+    """A JSON/TOML-friendly dict of a config dataclass (tuples become lists)."""
+
+    def plain(v):
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    return plain(dataclasses.asdict(config))
+
+
+def apply_overrides(config: T, overrides: dict[str, Any]) -> T:
+    """A copy of ``config`` with ``overrides`` (``None`` values ignored), type-checked like the file."""
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if not overrides:
+        return config
+    merged = {**config_to_dict(config), **overrides}
+    return config_from_dict(merged, type(config), where="overrides")

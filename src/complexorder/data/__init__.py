@@ -1,0 +1,1 @@
+"""Data: loaders for the real data sets, the synthetic task, batching and downloads."""

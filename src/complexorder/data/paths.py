@@ -1,0 +1,32 @@
+"""Where data lives: ``--data-dir``, else ``$COMPLEXORDER_DATA``, else a user cache directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DATA_ENV", "default_data_dir", "resolve_data_dir", "require_file"]
+
+DATA_ENV = "COMPLEXORDER_DATA"
+
+
+def default_data_dir() -> Path:
+    """``$XDG_CACHE_HOME/complexorder/data`` (``~/.cache/complexorder/data``)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "complexorder" / "data"
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
+    """The data directory: the argument, else ``$COMPLEXORDER_DATA``, else :func:`default_data_dir`."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
+    return default_data_dir()
+
+
+def require_file(path: Path, how_to_get: str) -> Path:
+    """``path`` if it is a file, else a one-line error saying which file, where, and how to get it."""
+    if not path.is_file():
+        raise FileNotFoundError(f"missing data file {path.name} (expected at {path}); {how_to_get}")
+    return path

@@ -1,0 +1,1 @@
+"""Experiment runners: thin drivers of the library, configured by files in ``complexorder/configs``."""

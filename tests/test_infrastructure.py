@@ -1,0 +1,96 @@
+"""Configs, checkpoints, result logs and downloads: bad input is a clear one-line error, nothing is lost."""
+
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+
+from complexorder.checkpoint import append_jsonl, atomic_write_text, load_checkpoint, read_jsonl, save_checkpoint
+from complexorder.config import apply_overrides, config_to_dict, load_config
+from complexorder.data.download import fetch
+from complexorder.data.paths import resolve_data_dir
+
+
+@dataclass
+class Inner:
+    width: int = 4
+
+
+@dataclass
+class Cfg:
+    name: str = "x"
+    lr: float = 1e-3
+    epochs: int = 2
+    sizes: tuple[int, ...] = (3, 4, 5)
+    mode: str | None = None
+    inner: Inner = field(default_factory=Inner)
+
+
+def test_config_loads_toml_and_rejects_unknown_keys(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('name = "y"\nlr = 1\nsizes = [1, 2]\n[inner]\nwidth = 8\n')
+    cfg = load_config(f, Cfg)
+    assert cfg == Cfg(name="y", lr=1.0, sizes=(1, 2), inner=Inner(8))
+    assert config_to_dict(cfg)["sizes"] == [1, 2]
+    f.write_text("epoch = 3\n")
+    with pytest.raises(ValueError, match=r"c.toml: unknown key 'epoch'; valid keys: name, lr, epochs, sizes, mode, inner"):
+        load_config(f, Cfg)
+    f.write_text('epochs = "3"\n')
+    with pytest.raises(ValueError, match=r"c.toml.epochs: expected an integer, got '3'"):
+        load_config(f, Cfg)
+    f.write_text("epochs = \n")
+    with pytest.raises(ValueError, match="is not valid TOML"):
+        load_config(f, Cfg)
+    with pytest.raises(FileNotFoundError, match="config file .*nope.toml does not exist"):
+        load_config(tmp_path / "nope.toml", Cfg)
+    assert apply_overrides(cfg, {"epochs": 9, "lr": None}).epochs == 9
+
+
+def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, "classifier", {"w": torch.ones(2)}, {"a": 1}, vocab=["<pad>", "x"])
+    ck = load_checkpoint(path, "classifier")
+    assert torch.equal(ck["model_state"]["w"], torch.ones(2)) and ck["vocab"] == ["<pad>", "x"]
+    with pytest.raises(ValueError, match=r"holds a 'classifier' model, expected 'translation'"):
+        load_checkpoint(path, "translation")
+    torch.save({"state": 1}, tmp_path / "foreign.pt")
+    with pytest.raises(ValueError, match="is not a complexorder checkpoint"):
+        load_checkpoint(tmp_path / "foreign.pt")
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(ValueError, match="could not be read"):
+        load_checkpoint(tmp_path / "bad.pt")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_jsonl_appends_and_skips_a_truncated_last_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    append_jsonl(path, {"a": 1})
+    append_jsonl(path, {"a": 2})
+    with open(path, "a") as fh:
+        fh.write('{"a": 3')  # an interrupted write
+    warnings = []
+    assert read_jsonl(path, warn=warnings.append) == [{"a": 1}, {"a": 2}]
+    assert "malformed" in warnings[0]
+
+
+def test_atomic_write_to_an_unwritable_place(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(PermissionError, match=r"cannot create directory .*a-file for .*x.txt"):
+        atomic_write_text(blocker / "x.txt", "hi")
+
+
+def test_fetch_offline_is_a_clear_error(tmp_path):
+    with pytest.raises(ConnectionError, match=r"cannot download http://127.0.0.1:9/x.tar.gz .*offline"):
+        fetch("http://127.0.0.1:9/x.tar.gz", tmp_path / "x.tar.gz", timeout=2)
+
+
+def test_data_dir_resolution(monkeypatch, tmp_path):
+    monkeypatch.setenv("COMPLEXORDER_DATA", str(tmp_path / "env"))
+    assert resolve_data_dir("/x/y") == resolve_data_dir("/x/y")
+    assert str(resolve_data_dir(None)).endswith("env")
+    monkeypatch.delenv("COMPLEXORDER_DATA")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert resolve_data_dir(None) == tmp_path / "complexorder" / "data"
