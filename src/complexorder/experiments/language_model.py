@@ -1,0 +1,337 @@
+"""Character-level language modelling with Transformer-XL: training, evaluation in bits per character.
+
+As in Dai et al.'s code: each split is cut into ``batch_size`` contiguous streams (one per batch
+row, the remainder dropped), read ``tgt_len`` characters at a time; the model carries its
+memory (and the stream positions of the complex-order embedding) from one segment to the next.
+Training uses Adam with a cosine schedule and gradient clipping. Evaluation may use another
+segment length, a longer memory, ``same_length`` and ``clamp_len`` (Dai et al. evaluate text8
+with ``tgt_len=80, mem_len=2100, clamp_len=820, same_length``).
+
+BPC is the mean negative log2-likelihood of every predicted character: all characters of a
+split except the first of each stream.
+
+A run directory holds ``last.pt`` (everything needed to resume exactly: weights, optimiser,
+step, data position, memory, random state; written atomically), ``best.pt`` (the weights with
+the best validation BPC seen so far) and ``results.jsonl`` (one line per validation and per
+evaluation, with the full config).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from ..checkpoint import append_jsonl, load_checkpoint, save_checkpoint
+from ..config import config_from_dict, config_to_dict
+from ..data.text8 import TEXT8_ALPHABET, load_corpus
+from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
+from .training import PERIODIC_PARAMETER_NAMES
+
+__all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
+           "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
+
+CHECKPOINT_KIND = "language-model"
+LN2 = math.log(2.0)
+
+
+@dataclass
+class TrainSettings:
+    tgt_len: int = 512
+    batch_size: int = 22
+    max_steps: int = 400_000
+    lr: float = 2.5e-4
+    min_lr: float = 0.0          # the cosine schedule ends here
+    warmup_steps: int = 0
+    weight_decay: float = 0.0    # never applied to frequencies or phases (they are angles)
+    frequency_lr_scale: float = 1.0  # learning rate of the complex-order frequencies relative to lr
+    clip: float = 0.25
+    seed: int = 1111
+    log_interval: int = 200
+    eval_interval: int = 4000    # validation every so many steps (and at the end)
+    eval_tgt_len: int = 128      # segment length of those validations (memory: model.mem_len)
+    eval_max_chars: int = 0      # validate on the first so many characters; 0: the whole split
+    checkpoint_interval: int = 1000
+
+
+@dataclass
+class EvalSettings:
+    """The final evaluation on valid and test (Dai et al.'s text8 evaluation by default)."""
+
+    tgt_len: int = 80
+    mem_len: int = 2100
+    clamp_len: int = 820
+    same_length: bool = True
+    batch_size: int = 10
+
+
+@dataclass
+class LMConfig:
+    model: TransformerXLConfig = field(default_factory=TransformerXLConfig)
+    train: TrainSettings = field(default_factory=TrainSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+
+
+def check_lm_config(cfg: LMConfig) -> None:
+    """One-line errors for settings that cannot run."""
+    check_config(cfg.model)
+    if cfg.model.vocab_size != len(TEXT8_ALPHABET):
+        raise ValueError(f"model.vocab_size must be {len(TEXT8_ALPHABET)} for a text8-format corpus "
+                         f"(a-z and space), got {cfg.model.vocab_size}")
+    t, e = cfg.train, cfg.eval
+    for name, value in (("train.tgt_len", t.tgt_len), ("train.batch_size", t.batch_size),
+                        ("train.max_steps", t.max_steps), ("train.eval_tgt_len", t.eval_tgt_len),
+                        ("train.eval_interval", t.eval_interval), ("train.log_interval", t.log_interval),
+                        ("train.checkpoint_interval", t.checkpoint_interval), ("eval.tgt_len", e.tgt_len),
+                        ("eval.batch_size", e.batch_size)):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    if t.lr <= 0 or t.min_lr < 0 or t.min_lr > t.lr:
+        raise ValueError(f"train.lr must be positive and 0 <= train.min_lr <= train.lr, got {t.lr} and {t.min_lr}")
+    if t.eval_max_chars < 0 or t.warmup_steps < 0 or t.frequency_lr_scale < 0:
+        raise ValueError("train.eval_max_chars, train.warmup_steps and train.frequency_lr_scale must be >= 0")
+    check_lengths(e.mem_len, e.same_length, where="eval.mem_len")
+
+
+def build_model(cfg: LMConfig) -> TransformerXL:
+    return TransformerXL(cfg.model)
+
+
+# --------------------------------------------------------------------------------------
+# Data as streams
+# --------------------------------------------------------------------------------------
+
+
+def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data") -> Tensor:
+    """Cut ``ids`` into ``batch_size`` contiguous streams: ``[batch_size, len(ids) // batch_size]``.
+
+    Raises a one-line error when a stream is shorter than one segment (``tgt_len`` inputs plus
+    the target of the last one).
+    """
+    n = ids.numel() // batch_size
+    if n < tgt_len + 1:
+        raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
+                         f"shorter than one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1}); "
+                         f"use a longer corpus or a smaller batch_size / tgt_len")
+    return ids[: n * batch_size].view(batch_size, n)
+
+
+@torch.no_grad()
+def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size: int, mem_len: int | None = None,
+                 same_length: bool | None = None, clamp_len: int | None = None, split: str = "data",
+                 progress: bool = False) -> tuple[float, int]:
+    """Bits per character of ``model`` on the stream ``ids``; returns ``(bpc, predicted characters)``.
+
+    Reads ``batch_size`` streams ``tgt_len`` characters at a time (the last segment may be
+    shorter) with the memory carried over; ``mem_len``, ``same_length`` and ``clamp_len``
+    override the model's for this evaluation only. The model's mode and lengths are restored.
+    """
+    data = batchify(ids, batch_size, 1, split)
+    if tgt_len <= 0:
+        raise ValueError(f"tgt_len must be positive, got {tgt_len}")
+    saved = (model.mem_len, model.same_length, model.clamp_len)
+    was_training = model.training
+    model.reset_length(mem_len, same_length, clamp_len)
+    model.eval()
+    try:
+        total, count, memory = 0.0, 0, None
+        starts = range(0, data.shape[1] - 1, tgt_len)
+        for start in tqdm(starts, desc=f"eval {split}", disable=not progress, leave=False, dynamic_ncols=True):
+            end = min(start + tgt_len, data.shape[1] - 1)
+            x, y = data[:, start:end].long(), data[:, start + 1:end + 1].long()
+            logits, memory = model(x, memory)
+            total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(), y.reshape(-1),
+                                     reduction="sum").item()
+            count += y.numel()
+    finally:
+        model.reset_length(*saved)
+        model.train(was_training)
+    return total / count / LN2, count
+
+
+# --------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------
+
+
+def learning_rate(step: int, t: TrainSettings) -> float:
+    """Linear warm-up, then cosine annealing from ``lr`` to ``min_lr`` at ``max_steps``."""
+    if step < t.warmup_steps:
+        return t.lr * (step + 1) / t.warmup_steps
+    progress = (step - t.warmup_steps) / max(1, t.max_steps - t.warmup_steps)
+    return t.min_lr + (t.lr - t.min_lr) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def optimizer_groups(model: nn.Module, t: TrainSettings) -> list[dict]:
+    """Adam groups: weights (decayed), angles (undecayed), frequencies (undecayed, own lr scale)."""
+    groups = {"decay": [], "angle": [], "frequency": []}
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        key = "frequency" if leaf == "frequency" else "angle" if leaf in PERIODIC_PARAMETER_NAMES else "decay"
+        groups[key].append(p)
+    out = [{"params": groups["decay"], "weight_decay": t.weight_decay, "lr_scale": 1.0, "name": "decay"}]
+    if groups["angle"]:
+        out.append({"params": groups["angle"], "weight_decay": 0.0, "lr_scale": 1.0, "name": "angle"})
+    if groups["frequency"]:
+        out.append({"params": groups["frequency"], "weight_decay": 0.0, "lr_scale": t.frequency_lr_scale,
+                    "name": "frequency"})
+    return out
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
+    now = config_to_dict(cfg)
+    for section in ("model", "train"):
+        for key, value in now[section].items():
+            old = saved.get(section, {}).get(key)
+            if old != value:
+                raise ValueError(f"cannot resume {path}: it was trained with {section}.{key}={old!r}, the config "
+                                 f"now says {value!r}; use the same config or a new --out directory")
+
+
+def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | Path, *, resume: bool = False,
+                         stop_after: int | None = None, progress: bool = True, log=print) -> dict:
+    """Train (or resume) a Transformer-XL on ``corpus_dir``; checkpoints and results go to ``out_dir``.
+
+    ``stop_after`` ends this call after that many steps (``last.pt`` saved; continue with
+    ``resume=True``), e.g. to train in time slices. Returns a summary: steps, parameters, best
+    validation BPC, training seconds, characters/s.
+    """
+    check_lm_config(cfg)
+    if stop_after is not None and stop_after <= 0:
+        raise ValueError(f"stop_after must be positive, got {stop_after}")
+    t = cfg.train
+    out_dir = Path(out_dir)
+    last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
+    if last_path.exists() and not resume:
+        raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
+    corpus = load_corpus(corpus_dir, ("train", "valid"))
+    train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
+    valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
+    batchify(valid, cfg.eval.batch_size, 1, "valid")  # fail now, not after hours of training
+    segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
+
+    torch.manual_seed(t.seed)
+    model = build_model(cfg)
+    optimizer = torch.optim.Adam(optimizer_groups(model, t), lr=t.lr)
+    state = {"step": 0, "epoch": 0, "segment": 0, "best_valid_bpc": math.inf, "train_seconds": 0.0,
+             "train_chars": 0}
+    memory: XLMemory | None = None
+    if resume and last_path.exists():
+        ck = load_checkpoint(last_path, CHECKPOINT_KIND)
+        _check_resumable(ck["config"], cfg, last_path)
+        model.load_state_dict(ck["model_state"])
+        optimizer.load_state_dict(ck["optimizer_state"])
+        state = dict(ck["progress"])
+        memory = XLMemory.from_state(ck["memory"]) if ck.get("memory") is not None else None
+        torch.set_rng_state(ck["rng_state"])
+        log(f"resumed {last_path} at step {state['step']}")
+    n_params = count_parameters(model)
+    record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
+
+    def save_last() -> None:
+        save_checkpoint(last_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
+                        optimizer_state=optimizer.state_dict(), progress=dict(state),
+                        memory=None if memory is None else memory.state(), rng_state=torch.get_rng_state())
+
+    def validate() -> float:
+        bpc, n = evaluate_bpc(model, valid, tgt_len=t.eval_tgt_len, batch_size=cfg.eval.batch_size,
+                              split="valid", progress=progress)
+        if bpc < state["best_valid_bpc"]:
+            state["best_valid_bpc"] = bpc
+            save_checkpoint(best_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
+                            step=state["step"], valid_bpc=bpc)
+        append_jsonl(results_path, {**record_base, "event": "valid", "step": state["step"], "valid_bpc": bpc,
+                                    "valid_chars": n, "train_seconds": state["train_seconds"]})
+        return bpc
+
+    model.train()
+    bar = tqdm(total=t.max_steps, initial=state["step"], desc=f"lm {cfg.model.embedding}", disable=not progress,
+               dynamic_ncols=True)
+    window_loss, window_chars, window_seconds = 0.0, 0, 0.0
+    stop_at = t.max_steps if stop_after is None else min(t.max_steps, state["step"] + stop_after)
+    while state["step"] < stop_at:
+        if state["segment"] >= segments_per_epoch:
+            state["epoch"] += 1
+            state["segment"], memory = 0, None
+        start = state["segment"] * t.tgt_len
+        x = train_data[:, start:start + t.tgt_len].long()
+        y = train_data[:, start + 1:start + t.tgt_len + 1].long()
+        tic = time.perf_counter()
+        lr = learning_rate(state["step"], t)
+        for group in optimizer.param_groups:
+            group["lr"] = lr * group["lr_scale"]
+        logits, memory = model(x, memory)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if t.clip > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+        optimizer.step()
+        seconds = time.perf_counter() - tic
+        state["step"] += 1
+        state["segment"] += 1
+        state["train_seconds"] += seconds
+        state["train_chars"] += y.numel()
+        window_loss += loss.item() * y.numel()
+        window_chars += y.numel()
+        window_seconds += seconds
+        bar.update(1)
+        if state["step"] % t.log_interval == 0 or state["step"] == t.max_steps:
+            bar.set_postfix(bpc=f"{window_loss / window_chars / LN2:.3f}", chars_s=f"{window_chars / window_seconds:,.0f}",
+                            lr=f"{lr:.2e}")
+            append_jsonl(results_path, {"event": "train", "step": state["step"], "epoch": state["epoch"],
+                                        "train_bpc": window_loss / window_chars / LN2, "lr": lr,
+                                        "chars_per_second": window_chars / window_seconds})
+            window_loss, window_chars, window_seconds = 0.0, 0, 0.0
+        if state["step"] % t.eval_interval == 0 or state["step"] == t.max_steps:
+            bpc = validate()
+            bar.set_postfix(valid_bpc=f"{bpc:.3f}", best=f"{state['best_valid_bpc']:.3f}")
+        if state["step"] % t.checkpoint_interval == 0 or state["step"] in (t.max_steps, stop_at):
+            save_last()
+    bar.close()
+    return {"steps": state["step"], "epochs": state["epoch"] + state["segment"] / segments_per_epoch,
+            "parameters": n_params, "best_valid_bpc": state["best_valid_bpc"],
+            "train_seconds": state["train_seconds"],
+            "chars_per_second": state["train_chars"] / max(state["train_seconds"], 1e-9)}
+
+
+def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: tuple[str, ...] = ("valid", "test"),
+                        overrides: dict | None = None, progress: bool = True, results: str | Path | None = None) -> dict:
+    """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings."""
+    ck = load_checkpoint(checkpoint, CHECKPOINT_KIND)
+    try:
+        cfg = config_from_dict(ck["config"], LMConfig, where=f"checkpoint {checkpoint} config")
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"checkpoint {checkpoint} has no usable language-model config: {exc}") from None
+    settings = {**config_to_dict(cfg.eval), **{k: v for k, v in (overrides or {}).items() if v is not None}}
+    ev = config_from_dict(settings, EvalSettings, where="evaluation settings")
+    check_lengths(ev.mem_len, ev.same_length, where="mem_len")
+    model = build_model(cfg)
+    try:
+        model.load_state_dict(ck["model_state"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {first}") from None
+    corpus = load_corpus(corpus_dir, splits)
+    out = {"checkpoint": str(checkpoint), "step": ck.get("step"), "parameters": count_parameters(model),
+           "eval": config_to_dict(ev), "embedding": cfg.model.embedding}
+    start = time.perf_counter()
+    for split in splits:
+        bpc, n = evaluate_bpc(model, corpus[split], tgt_len=ev.tgt_len, batch_size=ev.batch_size,
+                              mem_len=ev.mem_len, same_length=ev.same_length, clamp_len=ev.clamp_len,
+                              split=split, progress=progress)
+        out[f"{split}_bpc"], out[f"{split}_chars"] = bpc, n
+    out["eval_seconds"] = time.perf_counter() - start
+    if results is not None:
+        append_jsonl(results, {**out, "event": "eval", "config": config_to_dict(cfg)})
+    return out

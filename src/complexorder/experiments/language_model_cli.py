@@ -1,0 +1,181 @@
+"""``complexorder lm``: character-level Transformer-XL language models (paper Sec. 3.3, Table 6).
+
+Actions: ``build-corpus`` (text8-format proxy corpus from the shared data), ``prepare-text8``
+(the standard text8 split from a local file or a download), ``train`` and ``eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import torch
+
+from ..config import config_from_dict, read_toml
+from ..data.paths import resolve_data_dir
+from ..data.text8 import build_proxy_corpus, download_text8, prepare_text8
+from ..data.download import sha256_of
+from .language_model import LMConfig, evaluate_checkpoint, train_language_model
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
+EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lm", help="character-level Transformer-XL language models (text8, bits per character)",
+                       description="Transformer-XL (Dai et al. 2019) with a vanilla, complex-vanilla or "
+                                   "complex-order word embedding; bits per character on text8-format corpora.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    b = actions.add_parser("build-corpus", help="build the text8-format proxy corpus from the shared data",
+                           description="Normalise the English text of Multi30k and the six classification data "
+                                       "sets like text8 (a-z and single spaces), drop duplicates, shuffle lines "
+                                       "deterministically and split 90/5/5 into train/valid/test.txt.")
+    b.add_argument("--source-dir", default="../shared/data", help="the shared data directory (default: %(default)s)")
+    b.add_argument("--out", help="output directory (default: DATA_DIR/text8-proxy)")
+    b.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
+    b.add_argument("--seed", type=int, default=0, help="seed of the line order (default: %(default)s)")
+    b.set_defaults(func=run_build_corpus)
+
+    t8 = actions.add_parser("prepare-text8", help="split text8 (local file or --download) into 90M/5M/5M",
+                            description="Write the standard text8 split (Mikolov et al. 2012) as train/valid/"
+                                        "test.txt. Reads --source (text8 or text8.zip) or downloads text8.zip.")
+    src = t8.add_mutually_exclusive_group(required=True)
+    src.add_argument("--source", help="a local text8 or text8.zip file")
+    src.add_argument("--download", action="store_true", help="download text8.zip (needs network)")
+    t8.add_argument("--sha256", help="expected SHA-256 of text8.zip (the size is always checked)")
+    t8.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
+    t8.add_argument("--out", help="output directory (default: DATA_DIR/text8)")
+    t8.set_defaults(func=run_prepare_text8)
+
+    tr = actions.add_parser("train", help="train (or --resume) a Transformer-XL",
+                            description="Train on CORPUS/train.txt, validate on CORPUS/valid.txt; checkpoints "
+                                        "and results.jsonl go to --out.")
+    tr.add_argument("--config", required=True,
+                    help=f"a TOML file, or the name of a shipped config ({', '.join(shipped_configs())})")
+    tr.add_argument("--corpus", required=True, help="text8-format corpus directory (train/valid/test.txt)")
+    tr.add_argument("--out", required=True, help="run directory for last.pt, best.pt and results.jsonl")
+    tr.add_argument("--embedding", choices=EMBEDDINGS, help="override model.embedding")
+    tr.add_argument("--max-steps", type=int, help="override train.max_steps")
+    tr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override any setting, e.g. --set train.lr=1e-3 (TOML values); repeatable")
+    tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.pt")
+    tr.add_argument("--stop-after", type=int, help="stop after this many steps of this call (resume later)")
+    tr.add_argument("--threads", type=int, help="torch threads (default: $OMP_NUM_THREADS or torch's default)")
+    tr.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    tr.set_defaults(func=run_train)
+
+    ev = actions.add_parser("eval", help="bits per character of a checkpoint on valid and test",
+                            description="Evaluate a checkpoint; lengths default to the config's [eval] section "
+                                        "(Dai et al.: tgt_len 80, mem_len 2100, clamp_len 820, same_length).")
+    ev.add_argument("--checkpoint", required=True, help="best.pt or last.pt of a run")
+    ev.add_argument("--corpus", required=True, help="text8-format corpus directory")
+    ev.add_argument("--splits", default="valid,test", help="comma-separated splits (default: %(default)s)")
+    ev.add_argument("--tgt-len", type=int, help="segment length")
+    ev.add_argument("--mem-len", type=int, help="memory length (may exceed the training one)")
+    ev.add_argument("--clamp-len", type=int, help="clamp relative distances (<= 0: no clamp)")
+    ev.add_argument("--same-length", action=argparse.BooleanOptionalAction, default=None,
+                    help="every character attends to exactly mem_len positions")
+    ev.add_argument("--batch-size", type=int, help="number of streams")
+    ev.add_argument("--results", help="append the result as a JSON line to this file")
+    ev.add_argument("--threads", type=int, help="torch threads")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ev.set_defaults(func=run_eval)
+
+
+def shipped_configs() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+
+
+def _set_threads(threads: int | None) -> None:
+    threads = threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit()
+                          else None)
+    if threads:
+        torch.set_num_threads(threads)
+
+
+def _parse_override(item: str) -> tuple[list[str], object]:
+    if "=" not in item or "." not in item.split("=", 1)[0]:
+        raise ValueError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
+    key, raw = item.split("=", 1)
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw  # a bare string such as complex-order
+    return key.strip().split("."), value
+
+
+def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig:
+    """An :class:`LMConfig` from a TOML path or shipped config name, with ``--set`` style overrides."""
+    path = Path(source)
+    if not path.suffix and not path.exists():
+        if source not in shipped_configs():
+            raise ValueError(f"--config {source!r}: no such file and no shipped config of that name; "
+                             f"shipped: {', '.join(shipped_configs())}")
+        path = CONFIG_DIR / f"{source}.toml"
+    data = read_toml(path)
+    for item in overrides:
+        keys, value = _parse_override(item)
+        node = data
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {item!r}: {k!r} is not a section")
+        node[keys[-1]] = value
+    for dotted, value in direct.items():
+        if value is not None:
+            section, key = dotted.split(".")
+            data.setdefault(section, {})[key] = value
+    return config_from_dict(data, LMConfig, where=str(path))
+
+
+def run_build_corpus(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else resolve_data_dir(args.data_dir) / "text8-proxy"
+    manifest = build_proxy_corpus(args.source_dir, out, seed=args.seed)
+    sizes = ", ".join(f"{s} {v['characters']:,}" for s, v in manifest["splits"].items())
+    dropped = sum(s["duplicates"] for s in manifest["sources"])
+    print(f"wrote {out}: {manifest['lines_kept']:,} lines, {manifest['characters']:,} characters ({sizes}); "
+          f"{dropped:,} duplicate lines dropped, {manifest['characters_replaced_by_space']:,} characters outside "
+          f"a-z/0-9/space replaced by spaces")
+    return 0
+
+
+def run_prepare_text8(args: argparse.Namespace) -> int:
+    data_dir = resolve_data_dir(args.data_dir)
+    if args.download:
+        source = download_text8(data_dir, sha256=args.sha256)
+        print(f"downloaded {source} (sha256 {sha256_of(source)})")
+    else:
+        source = Path(args.source)
+    out = Path(args.out) if args.out else data_dir / "text8"
+    prepare_text8(source, out)
+    print(f"wrote {out}/train.txt, valid.txt, test.txt (90M/5M/5M characters)")
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    _set_threads(args.threads)
+    cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
+                                                   "train.max_steps": args.max_steps})
+    summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,
+                                   stop_after=args.stop_after, progress=not args.no_progress)
+    print(json.dumps({"out": args.out, **summary}, sort_keys=True))
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    _set_threads(args.threads)
+    splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
+    bad = [s for s in splits if s not in ("train", "valid", "test")]
+    if bad or not splits:
+        raise ValueError(f"--splits: unknown split {bad[0] if bad else ''!r}; choose from train, valid, test")
+    overrides = {"tgt_len": args.tgt_len, "mem_len": args.mem_len, "clamp_len": args.clamp_len,
+                 "same_length": args.same_length, "batch_size": args.batch_size}
+    result = evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides,
+                                 progress=not args.no_progress, results=args.results)
+    print(json.dumps(result, sort_keys=True))
+    return 0

@@ -1,0 +1,411 @@
+"""Character-level Transformer-XL (Dai et al. 2019) whose word embedding can be complex (paper Sec. 3.3).
+
+The network is Dai et al.'s: segment-level recurrence (each layer also attends to a memory of
+the previous segments' hidden states, kept without gradient), relative positional attention
+with the two global biases ``r_w`` (content) and ``r_r`` (position) and the relative-shift
+trick, a causal mask across memory and segment, ``same_length`` and ``clamp_len``. Only the
+word embedding changes between the three variants (paper: "directly replaces the word
+embedding with our proposed embedding under the same setting"):
+
+=====================  ======================================================================
+``embedding``          the input layer
+=====================  ======================================================================
+``"vanilla"``          a real word table ``WE_j`` (Dai et al.)
+``"complex-vanilla"``  ``r_j exp(i theta_j)`` (no position)
+``"complex-order"``    ``r_j exp(i w_j pos)`` (paper Eq. 5 without initial phases)
+=====================  ======================================================================
+
+A complex embedding of ``D = d_embed / 2`` complex dimensions enters the real network as
+``[Re z, Im z]`` (:func:`complexorder.complex_to_real`, paper appendix C), so all three variants
+feed ``d_embed`` real features to identical layers and have the same parameter count (with
+``d_embed != d_model`` a bias-free projection follows, as in Dai et al.'s adaptive input).
+
+**Positions in a stream.** Transformer-XL reads an unbounded stream segment after segment, and
+the memory holds hidden states that were computed when their tokens were embedded. For the
+phases ``w_j pos`` of a token in memory and of a token in the current segment to differ by
+``w_j`` times their true distance, positions must keep counting across segments. With the
+default ``position_mode="stream"`` the model carries the next position in its
+:class:`XLMemory` (one counter per batch row, starting at 0 with an empty memory), so a row's
+characters are embedded at positions ``0, 1, 2, ...`` of that row's stream, however many
+segments it is cut into. Positions are therefore unbounded while the embedding stays bounded by
+design (``|f(j, pos)| = |r_j|`` for every ``pos``); the phase ``w pos`` is computed in float32,
+exact for integer positions up to ``2**24`` with a rounding error of about
+``|w| pos 2**-24`` radians (at most 0.06 rad at one million positions for ``|w| <= 1``).
+``position_mode="segment"`` restarts positions at 0 in every segment (what the authors'
+released code does); it keeps positions small but gives a memory token and a current token at
+the same offset the same phase. The relative attention is unaffected by either choice.
+
+Examples::
+
+    >>> cfg = TransformerXLConfig(vocab_size=27, n_layer=2, n_head=2, d_model=16, d_head=8,
+    ...                           d_inner=32, mem_len=8, embedding="complex-order")
+    >>> model = TransformerXL(cfg)
+    >>> logits, memory = model(torch.randint(0, 27, (3, 5)))          # first segment
+    >>> logits, memory = model(torch.randint(0, 27, (3, 5)), memory)  # positions 5..9, sees 5 + 5
+    >>> logits.shape, memory.length, memory.next_position.tolist()  # memory keeps the last mem_len
+    (torch.Size([3, 5, 27]), 8, [10, 10, 10])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
+
+__all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
+           "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
+           "TransformerXLLayer", "XL_EMBEDDINGS"]
+
+#: Transformer-XL variant -> name in :func:`complexorder.build_embedding`.
+XL_EMBEDDINGS = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order"}
+
+
+@dataclass
+class TransformerXLConfig:
+    """Model hyper-parameters (the names of Dai et al.'s code).
+
+    ``mem_len``, ``same_length`` and ``clamp_len`` are the training values; evaluation may use
+    others through :meth:`TransformerXL.reset_length` (e.g. a longer memory).
+    """
+
+    vocab_size: int = 27
+    embedding: Literal["vanilla", "complex-vanilla", "complex-order"] = "vanilla"
+    n_layer: int = 6
+    n_head: int = 8
+    d_model: int = 512
+    d_head: int = 64
+    d_inner: int = 2048
+    d_embed: int | None = None  # real features out of the embedding; None: d_model
+    dropout: float = 0.1
+    dropatt: float = 0.0
+    pre_lnorm: bool = False
+    mem_len: int = 512
+    same_length: bool = False
+    clamp_len: int = -1  # relative distances above clamp_len share its encoding; <= 0: no clamp
+    tie_weight: bool = False  # output layer = word table (vanilla only)
+    init_std: float = 0.02
+    frequency_init: Literal["sinusoidal", "uniform", "zeros"] = "sinusoidal"  # complex-order only
+    position_mode: Literal["stream", "segment"] = "stream"  # see the module docstring
+
+
+def check_config(cfg: TransformerXLConfig) -> None:
+    """One-line errors for settings that cannot build a model."""
+    for name in ("vocab_size", "n_layer", "n_head", "d_model", "d_head", "d_inner"):
+        if getattr(cfg, name) <= 0:
+            raise ValueError(f"model.{name} must be positive, got {getattr(cfg, name)}")
+    d_embed = cfg.d_model if cfg.d_embed is None else cfg.d_embed
+    if d_embed <= 0:
+        raise ValueError(f"model.d_embed must be positive, got {d_embed}")
+    if cfg.embedding != "vanilla" and d_embed % 2:
+        raise ValueError(f"model.d_embed must be even for a complex embedding ([Re z, Im z] of d_embed/2 "
+                         f"complex dimensions), got {d_embed}")
+    if cfg.tie_weight and (cfg.embedding != "vanilla" or d_embed != cfg.d_model):
+        raise ValueError("model.tie_weight needs the real 'vanilla' embedding with d_embed == d_model")
+    if not (0.0 <= cfg.dropout < 1.0 and 0.0 <= cfg.dropatt < 1.0):
+        raise ValueError(f"model.dropout and model.dropatt must be in [0, 1), got {cfg.dropout} and {cfg.dropatt}")
+    check_lengths(cfg.mem_len, cfg.same_length)
+
+
+def check_lengths(mem_len: int, same_length: bool, where: str = "mem_len") -> None:
+    if mem_len < 0:
+        raise ValueError(f"{where} must be >= 0, got {mem_len}")
+    if same_length and mem_len < 1:
+        raise ValueError(f"same_length lets every character attend to its {where} most recent positions; "
+                         f"it needs {where} >= 1, got {mem_len}")
+
+
+# --------------------------------------------------------------------------------------
+# Pure functions: relative shift, masks, relative position encodings
+# --------------------------------------------------------------------------------------
+
+
+def rel_shift(x: Tensor) -> Tensor:
+    r"""Dai et al.'s relative shift: turn scores per *relative distance* into scores per *key*.
+
+    ``x[..., i, m]`` holds the score of query ``i`` with the encoding of distance
+    ``klen - 1 - m`` (distances listed from ``klen - 1`` down to 0). The result ``y[..., i, j]``
+    is the score of query ``i`` (absolute index ``mlen + i``, ``mlen = klen - qlen``) with key
+    ``j``, i.e. ``x[..., i, j + qlen - 1 - i]``, for every key ``j <= mlen + i`` (the keys a
+    causal mask lets through); the other entries are left-over values, to be masked. Done with
+    one zero column, a reshape and a slice -- no gather.
+
+    Shape: ``[..., qlen, klen]`` -> ``[..., qlen, klen]`` with ``klen >= qlen``.
+    """
+    *lead, qlen, klen = x.shape
+    if klen < qlen:
+        raise ValueError(f"rel_shift needs klen >= qlen, got qlen={qlen}, klen={klen}")
+    padded = torch.cat([x.new_zeros(*lead, qlen, 1), x], dim=-1)
+    return padded.view(*lead, klen + 1, qlen)[..., 1:, :].reshape(*lead, qlen, klen)
+
+
+def rel_shift_reference(x: Tensor) -> Tensor:
+    """:func:`rel_shift` written as its definition (a gather); zeros where ``j > mlen + i``."""
+    *lead, qlen, klen = x.shape
+    i = torch.arange(qlen).unsqueeze(1)
+    j = torch.arange(klen).unsqueeze(0)
+    m = j + qlen - 1 - i
+    valid = m < klen
+    out = torch.gather(x, -1, m.clamp(max=klen - 1).expand(*lead, qlen, klen))
+    return out * valid.to(x.dtype)
+
+
+def causal_memory_mask(qlen: int, mlen: int, window: int | None = None, device=None) -> Tensor:
+    """Boolean ``[qlen, mlen + qlen]``, True where query ``i`` may NOT attend to key ``j``.
+
+    Keys ``0..mlen-1`` are the memory, ``mlen..mlen+qlen-1`` the segment; query ``i`` sits at key
+    index ``mlen + i`` and sees every key ``j <= mlen + i`` (all of the memory, the segment up to
+    itself). With ``window`` (Dai et al.'s ``same_length``, ``window = mem_len``) it sees only
+    the ``window`` most recent keys ``mlen + i - window < j <= mlen + i``.
+    """
+    i = torch.arange(qlen, device=device).unsqueeze(1)
+    j = torch.arange(mlen + qlen, device=device).unsqueeze(0)
+    blocked = j > i + mlen
+    if window is not None:
+        blocked = blocked | (j <= i + mlen - window)
+    return blocked
+
+
+def relative_position_encoding(klen: int, d_model: int, clamp_len: int = -1, device=None,
+                               dtype=torch.float32) -> Tensor:
+    """Sinusoids (paper Eq. 7) of the distances ``klen-1, ..., 1, 0``, clamped at ``clamp_len`` if > 0.
+
+    Shape: ``[klen, d_model]``.
+    """
+    distances = torch.arange(klen - 1, -1, -1.0, device=device, dtype=dtype)
+    if clamp_len > 0:
+        distances = distances.clamp(max=clamp_len)
+    return sinusoidal_position_encoding(distances, d_model).to(dtype)
+
+
+# --------------------------------------------------------------------------------------
+# Layers
+# --------------------------------------------------------------------------------------
+
+
+class RelPartialLearnableAttention(nn.Module):
+    r"""Multi-head attention with relative positions (Dai et al. Eq. 4 with the relative shift).
+
+    ``score(i, j) = (q_i + r_w)^T k_j + (q_i + r_r)^T W_r R_{i-j}`` over memory and segment;
+    ``r_w``, ``r_r`` (``[n_head, d_head]``) are passed in because they are shared by all layers.
+
+    Shape: ``h [B, qlen, d_model]``, ``r [klen, d_model]``, ``mask [qlen, klen]`` (True = blocked),
+    ``mem [B, mlen, d_model]`` or ``None`` -> ``[B, qlen, d_model]``.
+    """
+
+    def __init__(self, n_head: int, d_model: int, d_head: int, dropout: float, dropatt: float = 0.0,
+                 pre_lnorm: bool = False) -> None:
+        super().__init__()
+        self.n_head, self.d_model, self.d_head = n_head, d_model, d_head
+        self.pre_lnorm = pre_lnorm
+        self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
+        self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)
+        self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
+        self.layer_norm = nn.LayerNorm(d_model)
+        self.drop = nn.Dropout(dropout)
+        self.dropatt = nn.Dropout(dropatt)
+        self.scale = 1.0 / math.sqrt(d_head)
+
+    def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
+                mem: Tensor | None = None) -> Tensor:
+        bsz, qlen, _ = h.shape
+        cat = h if mem is None or mem.shape[1] == 0 else torch.cat([mem, h], dim=1)
+        klen = cat.shape[1]
+        heads = self.qkv_net(self.layer_norm(cat) if self.pre_lnorm else cat)
+        q, k, v = heads.chunk(3, dim=-1)
+        q = q[:, -qlen:].reshape(bsz, qlen, self.n_head, self.d_head).transpose(1, 2)  # [B, H, q, Dh]
+        k = k.reshape(bsz, klen, self.n_head, self.d_head).transpose(1, 2)           # [B, H, k, Dh]
+        v = v.reshape(bsz, klen, self.n_head, self.d_head).transpose(1, 2)
+        r_k = self.r_net(r).reshape(klen, self.n_head, self.d_head).transpose(0, 1)   # [H, k, Dh]
+        ac = torch.matmul(q + r_w_bias.unsqueeze(1), k.transpose(-1, -2))             # content terms (a)+(c)
+        bd = rel_shift(torch.matmul(q + r_r_bias.unsqueeze(1), r_k.transpose(-1, -2)))  # position (b)+(d)
+        score = (ac + bd).mul_(self.scale).masked_fill_(mask, float("-inf"))
+        prob = self.dropatt(torch.softmax(score, dim=-1))
+        vec = torch.matmul(prob, v).transpose(1, 2).reshape(bsz, qlen, self.n_head * self.d_head)
+        out = self.drop(self.o_net(vec))
+        return h + out if self.pre_lnorm else self.layer_norm(h + out)
+
+    def extra_repr(self) -> str:
+        return f"n_head={self.n_head}, d_model={self.d_model}, d_head={self.d_head}, pre_lnorm={self.pre_lnorm}"
+
+
+class TransformerXLLayer(nn.Module):
+    """Relative attention then the position-wise feed-forward block (ReLU), each with residual + LayerNorm."""
+
+    def __init__(self, n_head: int, d_model: int, d_head: int, d_inner: int, dropout: float,
+                 dropatt: float = 0.0, pre_lnorm: bool = False) -> None:
+        super().__init__()
+        self.attn = RelPartialLearnableAttention(n_head, d_model, d_head, dropout, dropatt, pre_lnorm)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_inner), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(d_inner, d_model), nn.Dropout(dropout))
+        self.ff_norm = nn.LayerNorm(d_model)
+        self.pre_lnorm = pre_lnorm
+
+    def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
+                mem: Tensor | None = None) -> Tensor:
+        h = self.attn(h, r, r_w_bias, r_r_bias, mask, mem)
+        if self.pre_lnorm:
+            return h + self.ff(self.ff_norm(h))
+        return self.ff_norm(h + self.ff(h))
+
+
+# --------------------------------------------------------------------------------------
+# The language model
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class XLMemory:
+    """What a Transformer-XL carries from one segment to the next (no gradient).
+
+    ``hidden[l]``: the last ``mlen`` inputs of layer ``l``, ``[B, mlen, d_model]``;
+    ``next_position``: ``[B]`` long, the stream position of each row's next character.
+    """
+
+    hidden: list[Tensor]
+    next_position: Tensor
+
+    @property
+    def length(self) -> int:
+        return self.hidden[0].shape[1] if self.hidden else 0
+
+    def detach(self) -> "XLMemory":
+        return XLMemory([h.detach() for h in self.hidden], self.next_position.clone())
+
+    def state(self) -> dict:
+        """Tensors only, for a ``weights_only`` checkpoint."""
+        return {"hidden": [h.detach().cpu() for h in self.hidden], "next_position": self.next_position.cpu()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "XLMemory":
+        return cls(list(state["hidden"]), state["next_position"])
+
+
+class TransformerXL(nn.Module):
+    r"""Transformer-XL language model; returns next-character logits and the new memory.
+
+    Args:
+        config: a :class:`TransformerXLConfig`.
+
+    Shape:
+        - tokens: ``[B, L]`` long; memory: :class:`XLMemory` from the previous segment or ``None``;
+          positions: optional ``[B, L]`` or ``[L]`` stream positions (default: the memory's counter,
+          see the module docstring).
+        - output: ``(logits [B, L, vocab_size], XLMemory)``; logit ``t`` predicts token ``t + 1``.
+    """
+
+    def __init__(self, config: TransformerXLConfig) -> None:
+        super().__init__()
+        check_config(config)
+        self.config = config
+        d_embed = config.d_model if config.d_embed is None else config.d_embed
+        self.d_embed = d_embed
+        options = {"frequency_init": config.frequency_init} if config.embedding == "complex-order" else {}
+        width = d_embed if config.embedding == "vanilla" else d_embed // 2
+        self.word_emb = build_embedding(XL_EMBEDDINGS[config.embedding], config.vocab_size, width, **options)
+        self.emb_proj = nn.Linear(d_embed, config.d_model, bias=False) if d_embed != config.d_model else None
+        self.emb_scale = math.sqrt(config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(
+            TransformerXLLayer(config.n_head, config.d_model, config.d_head, config.d_inner, config.dropout,
+                               config.dropatt, config.pre_lnorm) for _ in range(config.n_layer))
+        self.r_w_bias = nn.Parameter(torch.empty(config.n_head, config.d_head))
+        self.r_r_bias = nn.Parameter(torch.empty(config.n_head, config.d_head))
+        self.out = nn.Linear(config.d_model, config.vocab_size)
+        if config.tie_weight:
+            self.out.weight = self.word_emb.weight
+        self.mem_len, self.same_length, self.clamp_len = config.mem_len, config.same_length, config.clamp_len
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Dai et al.'s initialisation: weights ``N(0, init_std)``, biases 0, LayerNorm gains ``N(1, init_std)``.
+
+        The complex amplitudes get ``N(0, sqrt(2) init_std)`` so that their real and imaginary
+        parts have the vanilla table's scale; frequencies follow ``frequency_init``.
+        """
+        std = self.config.init_std
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, 0.0, std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.normal_(module.weight, 1.0, std)
+                nn.init.zeros_(module.bias)
+        nn.init.normal_(self.r_w_bias, 0.0, std)
+        nn.init.normal_(self.r_r_bias, 0.0, std)
+        self.word_emb.reset_parameters()
+        if self.word_emb.is_complex:
+            nn.init.normal_(self.word_emb.amplitude, 0.0, std * math.sqrt(2.0))
+        else:
+            nn.init.normal_(self.word_emb.weight, 0.0, std)
+
+    def reset_length(self, mem_len: int | None = None, same_length: bool | None = None,
+                     clamp_len: int | None = None) -> None:
+        """Change the memory length, ``same_length`` or ``clamp_len`` (e.g. a longer memory to evaluate)."""
+        mem_len = self.mem_len if mem_len is None else mem_len
+        same_length = self.same_length if same_length is None else same_length
+        check_lengths(mem_len, same_length)
+        self.mem_len, self.same_length = mem_len, same_length
+        self.clamp_len = self.clamp_len if clamp_len is None else clamp_len
+
+    def init_memory(self, batch_size: int) -> XLMemory:
+        param = self.r_w_bias
+        empty = [param.new_zeros(batch_size, 0, self.config.d_model) for _ in self.layers]
+        return XLMemory(empty, torch.zeros(batch_size, dtype=torch.long, device=param.device))
+
+    def _check_memory(self, memory: XLMemory, bsz: int) -> None:
+        d = self.config.d_model
+        if len(memory.hidden) != len(self.layers):
+            raise ValueError(f"memory holds {len(memory.hidden)} layers, the model has {len(self.layers)}")
+        for h in memory.hidden:
+            if h.dim() != 3 or h.shape[0] != bsz or h.shape[2] != d or h.shape[1] != memory.length:
+                raise ValueError(f"memory of shape {tuple(h.shape)} does not fit a batch of {bsz} rows and "
+                                 f"d_model={d}; expected [{bsz}, mlen, {d}] for every layer")
+        if memory.next_position.shape != (bsz,):
+            raise ValueError(f"memory.next_position must have shape ({bsz},), got {tuple(memory.next_position.shape)}")
+
+    def embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
+        """The input layer: word embedding (complex ones as ``[Re, Im]``), projection, ``sqrt(d_model)`` scale."""
+        x = complex_to_real(self.word_emb(tokens, positions))
+        if self.emb_proj is not None:
+            x = self.emb_proj(x)
+        return x * self.emb_scale
+
+    def forward(self, tokens: Tensor, memory: XLMemory | None = None,
+                positions: Tensor | None = None) -> tuple[Tensor, XLMemory]:
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must be [B, L], got shape {tuple(tokens.shape)}")
+        bsz, qlen = tokens.shape
+        memory = self.init_memory(bsz) if memory is None else memory
+        self._check_memory(memory, bsz)
+        if positions is None:
+            offset = torch.zeros_like(memory.next_position) if self.config.position_mode == "segment" \
+                else memory.next_position
+            positions = offset.unsqueeze(1) + torch.arange(qlen, device=tokens.device)
+        mlen = memory.length
+        mask = causal_memory_mask(qlen, mlen, self.mem_len if self.same_length else None, device=tokens.device)
+        r = self.drop(relative_position_encoding(mlen + qlen, self.config.d_model, self.clamp_len,
+                                                 device=tokens.device))
+        h = self.drop(self.embed(tokens, positions))
+        hidden = []
+        for layer, mem in zip(self.layers, memory.hidden):
+            hidden.append(h)
+            h = layer(h, r, self.r_w_bias, self.r_r_bias, mask, mem)
+        logits = self.out(self.drop(h))
+        with torch.no_grad():
+            new_hidden = [torch.cat([m, x], dim=1)[:, -self.mem_len:].detach() if self.mem_len > 0
+                          else x.new_zeros(bsz, 0, x.shape[2]) for m, x in zip(memory.hidden, hidden)]
+            last = positions.expand(bsz, qlen)[:, -1].to(torch.long)
+        return logits, XLMemory(new_hidden, last + 1)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"embedding={c.embedding!r}, n_layer={c.n_layer}, d_model={c.d_model}, mem_len={self.mem_len}, "
+                f"same_length={self.same_length}, clamp_len={self.clamp_len}, position_mode={c.position_mode!r}")

@@ -1,0 +1,315 @@
+"""Transformer-XL language model: relative shift, causal memory, segment recurrence, text8 data, CLI."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from complexorder.checkpoint import save_checkpoint
+from complexorder.cli import main
+from complexorder.config import config_from_dict
+from complexorder.data.text8 import (PROXY_SOURCES, TEXT8_ALPHABET, build_proxy_corpus, decode_text8,
+                                     encode_text8, load_corpus, normalise_text8)
+from complexorder.experiments.language_model import (LMConfig, batchify, evaluate_bpc, evaluate_checkpoint,
+                                                     train_language_model)
+from complexorder.experiments.language_model_cli import load_lm_config, shipped_configs
+from complexorder.models.transformer_xl import (RelPartialLearnableAttention, TransformerXL, TransformerXLConfig,
+                                                XLMemory, causal_memory_mask, rel_shift, rel_shift_reference,
+                                                relative_position_encoding)
+
+VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
+
+
+def tiny(embedding="vanilla", **kw):
+    torch.manual_seed(0)
+    cfg = TransformerXLConfig(vocab_size=27, embedding=embedding, n_layer=2, n_head=2, d_model=16, d_head=8,
+                              d_inner=32, dropout=0.0, **{"mem_len": 8, **kw})
+    return TransformerXL(cfg).eval()
+
+
+# --------------------------------------------------------------------------------------
+# Relative shift, masks and the attention equation
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qlen,mlen", [(1, 0), (4, 0), (4, 3), (5, 9)])
+def test_rel_shift_matches_the_naive_gather(qlen, mlen):
+    klen = qlen + mlen
+    x = torch.randn(2, 3, qlen, klen)
+    allowed = ~causal_memory_mask(qlen, mlen)
+    assert torch.equal(rel_shift(x)[..., allowed], rel_shift_reference(x)[..., allowed])
+    # By definition: column m of x is distance klen-1-m; the result puts distance (mlen+i)-j at key j.
+    f = lambda i, d: 100.0 * i + d  # noqa: E731 - a score that names its query and distance
+    scores = torch.tensor([[f(i, klen - 1 - m) for m in range(klen)] for i in range(qlen)])
+    shifted = rel_shift(scores)
+    for i in range(qlen):
+        for j in range(mlen + i + 1):
+            assert shifted[i, j] == f(i, mlen + i - j)
+
+
+def test_causal_memory_mask_by_hand():
+    # 2 queries after 3 memory slots: query 0 is key 3, query 1 is key 4.
+    assert causal_memory_mask(2, 3).tolist() == [[False, False, False, False, True],
+                                                 [False, False, False, False, False]]
+    # same_length with a window of 3: every query sees exactly its 3 most recent keys.
+    blocked = causal_memory_mask(2, 3, window=3)
+    assert blocked.tolist() == [[True, False, False, False, True], [True, True, False, False, False]]
+    assert ((~blocked).sum(1) == 3).all()
+
+
+def test_relative_attention_equals_the_equation_written_out():
+    torch.manual_seed(0)
+    H, Dh, d, B, q, m = 2, 3, 6, 2, 3, 4
+    attn = RelPartialLearnableAttention(H, d, Dh, dropout=0.0).eval()
+    h, mem = torch.randn(B, q, d), torch.randn(B, m, d)
+    r_w, r_r = torch.randn(H, Dh), torch.randn(H, Dh)
+    k_len = q + m
+    r = relative_position_encoding(k_len, d)  # row t encodes distance k_len-1-t
+    mask = causal_memory_mask(q, m)
+    out = attn(h, r, r_w, r_r, mask, mem)
+    cat = torch.cat([mem, h], 1)
+    wq, wk, wv = attn.qkv_net.weight.chunk(3, 0)
+    expected = torch.zeros(B, q, H * Dh)
+    for b in range(B):
+        for n in range(H):
+            rows = slice(n * Dh, (n + 1) * Dh)
+            for i in range(q):
+                qi = wq[rows] @ h[b, i]
+                score = torch.full((k_len,), float("-inf"))
+                for j in range(m + i + 1):
+                    rel = attn.r_net.weight[rows] @ r[k_len - 1 - (m + i - j)]  # W_r R_{i-j}
+                    score[j] = ((qi + r_w[n]) @ (wk[rows] @ cat[b, j]) + (qi + r_r[n]) @ rel) / math.sqrt(Dh)
+                expected[b, i, rows] = torch.softmax(score, 0) @ (cat[b] @ wv[rows].T)
+    expected = attn.layer_norm(h + attn.o_net(expected))
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("same_length", [False, True])
+def test_no_leakage_from_the_future_across_memory_and_segment(same_length):
+    model = tiny("complex-order", same_length=same_length)
+    _, memory = model(torch.randint(0, 27, (2, 6)))
+    x = torch.randint(0, 27, (2, 6))
+    logits, _ = model(x, memory)
+    for t in range(6):
+        changed = x.clone()
+        changed[:, t:] = (changed[:, t:] + 1) % 27  # rewrite the future from t on
+        logits2, _ = model(changed, memory)
+        torch.testing.assert_close(logits2[:, :t], logits[:, :t], atol=0, rtol=0)
+        assert not torch.allclose(logits2[:, t], logits[:, t])
+    # and the memory does matter (otherwise the test above would be empty for the memory part)
+    assert not torch.allclose(model(x)[0], logits)
+
+
+@pytest.mark.parametrize("embedding", VARIANTS)
+def test_segments_with_memory_equal_one_long_pass(embedding):
+    model = tiny(embedding, mem_len=40)
+    stream = torch.randint(0, 27, (3, 40))
+    whole, _ = model(stream)
+    parts, memory = [], None
+    for start in range(0, 40, 8):
+        logits, memory = model(stream[:, start:start + 8], memory)
+        parts.append(logits)
+    torch.testing.assert_close(torch.cat(parts, 1), whole, atol=1e-5, rtol=1e-4)
+    assert memory.next_position.tolist() == [40, 40, 40]
+    ids = stream.reshape(-1)
+    one, n1 = evaluate_bpc(model, ids, tgt_len=1000, batch_size=2)
+    seg, n2 = evaluate_bpc(model, ids, tgt_len=7, batch_size=2, mem_len=100)
+    assert n1 == n2 == 2 * (60 - 1) and seg == pytest.approx(one, rel=1e-5)
+
+
+def test_complex_order_positions_keep_counting_across_segments():
+    model = tiny("complex-order", mem_len=40)
+    stream = torch.randint(0, 27, (2, 16))
+    _, memory = model(stream[:, :8])
+    # the second segment's inputs are embedded at stream positions 8..15
+    expected = model.embed(stream[:, 8:], torch.arange(8, 16))
+    _, memory2 = model(stream[:, 8:], memory)
+    torch.testing.assert_close(memory2.hidden[0][:, 8:], expected)
+    # restarting positions in every segment ("segment" mode) breaks the equality with one long pass
+    seg = tiny("complex-order", mem_len=40, position_mode="segment")
+    whole, _ = seg(stream)
+    first, mem = seg(stream[:, :8])
+    second, _ = seg(stream[:, 8:], mem)
+    assert not torch.allclose(torch.cat([first, second], 1), whole, atol=1e-3)
+
+
+def test_variants_have_the_same_parameter_count_and_the_embedding_is_bounded():
+    counts = {e: sum(p.numel() for p in tiny(e).parameters()) for e in VARIANTS}
+    assert len(set(counts.values())) == 1
+    wide = tiny("complex-order", d_embed=32)  # 16 complex dims -> 32 real features -> projected to 16
+    assert wide.emb_proj is not None and wide.emb_proj.weight.shape == (16, 32)
+    model = tiny("complex-order")
+    tokens = torch.tensor([[3, 3]])
+    for pos in (0, 10**6):  # |f(j, pos)| = |r_j| for every position
+        z = model.word_emb(tokens, torch.tensor([pos, pos + 1]))
+        torch.testing.assert_close(z.abs()[0, 0], model.word_emb.amplitude[3].abs())
+
+
+def test_model_rejects_memory_and_lengths_that_do_not_fit():
+    model = tiny()
+    _, memory = model(torch.randint(0, 27, (2, 4)))
+    with pytest.raises(ValueError, match=r"does not fit a batch of 3 rows"):
+        model(torch.randint(0, 27, (3, 4)), memory)
+    with pytest.raises(ValueError, match="memory holds 1 layers, the model has 2"):
+        model(torch.randint(0, 27, (2, 4)), XLMemory(memory.hidden[:1], memory.next_position))
+    with pytest.raises(ValueError, match="same_length .* needs mem_len >= 1, got 0"):
+        model.reset_length(mem_len=0, same_length=True)
+    with pytest.raises(ValueError, match="mem_len must be >= 0, got -1"):
+        model.reset_length(mem_len=-1)
+    with pytest.raises(ValueError, match="d_embed must be even"):
+        tiny("complex-order", d_embed=15)
+    with pytest.raises(ValueError, match="tie_weight needs the real 'vanilla' embedding"):
+        tiny("complex-order", tie_weight=True)
+
+
+# --------------------------------------------------------------------------------------
+# text8-format data
+# --------------------------------------------------------------------------------------
+
+
+def test_text8_normalisation_and_encoding():
+    assert normalise_text8("Café  au-lait, 3 B-52s!\r\n") == ("cafe au lait three b five two s", 6)
+    ids = encode_text8("ab z")
+    assert ids.dtype == torch.uint8 and ids.tolist() == [1, 2, 0, 26] and decode_text8(ids) == "ab z"
+    assert len(TEXT8_ALPHABET) == 27
+    with pytest.raises(ValueError, match=r"f.txt: character 'B' \(code 0x42\) at offset 2 is outside the text8 "
+                                         r"alphabet \(a-z and space\); 2 such character\(s\)"):
+        encode_text8(b"a Bc\n", source="f.txt")
+
+
+def write_sources(root, extra=b""):
+    """Small stand-ins for every proxy source, with the real files' defects."""
+    for i, (rel, kind) in enumerate(PROXY_SOURCES):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = b"1 " if "SST2" in rel else b"DESC:manner " if "TREC" in rel else b""
+        lines = [prefix + f"sentence number {i} line {k} with some words".encode() for k in range(30)]
+        path.write_bytes(b"\n".join(lines) + b"\n\n   \n" + extra)
+    mr = root / "classification/MR/rt-polarity.pos"
+    # cp1252 bytes: 0xe9 = e-acute, 0x85 = ellipsis inside a line (a line break for str.splitlines)
+    mr.write_bytes(mr.read_bytes() + b"un caf\xe9 tr\xe8s bon\nfirst half\x85second half\nsentence number 0 line 0 "
+                                     b"with some words\n")
+
+
+def test_proxy_corpus_is_normalised_deduplicated_deterministic_and_split(tmp_path):
+    write_sources(tmp_path / "src")
+    m1 = build_proxy_corpus(tmp_path / "src", tmp_path / "a")
+    m2 = build_proxy_corpus(tmp_path / "src", tmp_path / "b")
+    for split in ("train", "valid", "test"):
+        assert (tmp_path / "a" / f"{split}.txt").read_bytes() == (tmp_path / "b" / f"{split}.txt").read_bytes()
+    stream = "".join((tmp_path / "a" / f"{s}.txt").read_text() for s in ("train", "valid", "test"))
+    assert set(stream) <= set(TEXT8_ALPHABET) and "  " not in stream
+    assert "un cafe tres bon" in stream and "first half second half" in stream  # 0x85 did not split the line
+    assert "manner" not in stream and " desc " not in f" {stream} "  # labels stripped
+    assert m1 == m2 and m1["characters"] == len(stream)
+    sizes = {s: m1["splits"][s]["characters"] for s in ("train", "valid", "test")}
+    assert sizes["valid"] == sizes["test"] == round(0.05 * len(stream))
+    mr = next(s for s in m1["sources"] if s["path"].endswith("rt-polarity.pos"))
+    assert mr["duplicates"] == 1 and mr["non_utf8_lines"] == 2 and mr["kept"] == 32
+    assert build_proxy_corpus(tmp_path / "src", tmp_path / "c", seed=1)["splits"] != m1["splits"]  # seed = order
+    loaded = load_corpus(tmp_path / "a")
+    assert decode_text8(loaded["valid"]) == (tmp_path / "a" / "valid.txt").read_text()
+
+
+def test_corpus_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="corpus directory .*nope does not exist"):
+        load_corpus(tmp_path / "nope")
+    (tmp_path / "train.txt").write_text("abc")
+    with pytest.raises(FileNotFoundError, match="missing data file valid.txt"):
+        load_corpus(tmp_path)
+    (tmp_path / "valid.txt").write_text("abc\n")
+    with pytest.raises(ValueError, match=r"valid.txt: character '\\n' .* at offset 3"):
+        load_corpus(tmp_path, ("valid",))
+    with pytest.raises(ValueError, match=r"the train split has 100 characters: 4 streams of 25, shorter than one "
+                                         r"segment of tgt_len=32 plus its target \(33\)"):
+        batchify(torch.zeros(100, dtype=torch.uint8), 4, 32, "train")
+    with pytest.raises(FileNotFoundError, match="source directory .* does not exist"):
+        build_proxy_corpus(tmp_path / "missing", tmp_path / "out")
+
+
+# --------------------------------------------------------------------------------------
+# Training and evaluation end to end
+# --------------------------------------------------------------------------------------
+
+TINY_RUN = {"model": {"embedding": "complex-order", "n_layer": 2, "n_head": 2, "d_model": 16, "d_head": 8,
+                      "d_inner": 32, "mem_len": 16, "dropout": 0.1},
+            "train": {"tgt_len": 16, "batch_size": 4, "max_steps": 12, "lr": 3e-3, "log_interval": 4,
+                      "eval_interval": 6, "eval_tgt_len": 16, "eval_max_chars": 2000, "checkpoint_interval": 4},
+            "eval": {"tgt_len": 8, "mem_len": 32, "clamp_len": 24, "same_length": True, "batch_size": 4}}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lm")
+    write_sources(root / "src")
+    build_proxy_corpus(root / "src", root / "corpus")
+    return root / "corpus"
+
+
+def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
+    cfg = config_from_dict(TINY_RUN, LMConfig)
+    straight = train_language_model(cfg, corpus, tmp_path / "a", progress=False)
+    assert straight["steps"] == 12 and (tmp_path / "a" / "best.pt").is_file()
+    records = [json.loads(line) for line in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
+    valid = [r["valid_bpc"] for r in records if r["event"] == "valid"]
+    assert len(valid) == 2 and valid[-1] < math.log2(27)  # better than uniform guessing
+    # interrupted after 5 steps and resumed: the same weights as the straight run
+    train_language_model(cfg, corpus, tmp_path / "b", stop_after=5, progress=False)
+    with pytest.raises(ValueError, match="last.pt exists: pass --resume"):
+        train_language_model(cfg, corpus, tmp_path / "b", progress=False)
+    train_language_model(cfg, corpus, tmp_path / "b", resume=True, progress=False, log=lambda *_: None)
+    a = torch.load(tmp_path / "a" / "last.pt", weights_only=True)["model_state"]
+    b = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model_state"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
+    with pytest.raises(ValueError, match=r"trained with train.lr=0.003, the config now says 0.001"):
+        train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
+    # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test
+    ck = tmp_path / "a" / "best.pt"
+    assert main(["lm", "eval", "--checkpoint", str(ck), "--corpus", str(corpus), "--no-progress",
+                 "--results", str(tmp_path / "eval.jsonl")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["eval"]["mem_len"] == 32 and 0 < out["test_bpc"] < 6 and out["valid_chars"] > 0
+    direct = evaluate_checkpoint(ck, corpus, splits=("test",), progress=False)
+    assert direct["test_bpc"] == pytest.approx(out["test_bpc"])
+
+
+def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
+    (tmp_path / "tiny.toml").write_text(
+        "\n".join(f"[{section}]\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in values.items())
+                  for section, values in TINY_RUN.items()))
+    args = ["lm", "train", "--config", str(tmp_path / "tiny.toml"), "--corpus", str(corpus), "--no-progress",
+            "--embedding", "vanilla", "--max-steps", "4", "--set", "train.eval_interval=4"]
+    assert main(args + ["--out", str(tmp_path / "run")]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["steps"] == 4
+    assert main(args + ["--out", str(tmp_path / "run2"), "--set", "train.tgt_len=100000"]) == 2
+    assert "shorter than one segment of tgt_len=100000" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "run3"), "--set", "eval.mem_len=0"]) == 2
+    assert "same_length lets every character attend to its eval.mem_len" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "run4"), "--set", "model.vocab_size=30"]) == 2
+    assert "model.vocab_size must be 27" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "run5"), "--set", "train.lr"]) == 2
+    assert "expected SECTION.KEY=VALUE" in capsys.readouterr().err
+    assert main(["lm", "train", "--config", "no_such_config", "--corpus", str(corpus), "--out", "x"]) == 2
+    assert "no shipped config of that name" in capsys.readouterr().err
+    # corrupted and foreign checkpoints
+    (tmp_path / "bad.pt").write_bytes(b"\x00 not a checkpoint")
+    save_checkpoint(tmp_path / "clf.pt", "classifier", {}, {})
+    torch.save({"weights": torch.ones(2)}, tmp_path / "foreign.pt")
+    for name, message in (("bad.pt", "could not be read"), ("clf.pt", "holds a 'classifier' model"),
+                          ("foreign.pt", "is not a complexorder checkpoint")):
+        assert main(["lm", "eval", "--checkpoint", str(tmp_path / name), "--corpus", str(corpus)]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--mem-len", "-3", "--no-progress"]) == 2
+    assert "mem_len must be >= 0, got -3" in capsys.readouterr().err
+
+
+def test_shipped_configs_load():
+    assert {"proxy_cpu", "text8_6l"} <= set(shipped_configs())
+    for name in shipped_configs():
+        cfg = load_lm_config(name, ["model.embedding=complex-order"])
+        assert cfg.model.embedding == "complex-order" and cfg.model.vocab_size == 27
+    paper = load_lm_config("text8_6l")
+    assert (paper.model.n_layer, paper.model.d_model, paper.train.tgt_len, paper.eval.mem_len) == (6, 512, 512, 2100)
