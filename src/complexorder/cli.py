@@ -14,7 +14,6 @@ import sys
 #: subcommand -> module defining ``register(subparsers)``; imported only when needed.
 COMMANDS: dict[str, str] = {
     "demo": "complexorder.experiments.demo_cli",
-    "translate": "complexorder.experiments.translation_cli",
     "lm": "complexorder.experiments.language_model_cli",
 }
 
