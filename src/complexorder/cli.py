@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "demo": "complexorder.experiments.demo_cli",
     "lm": "complexorder.experiments.language_model_cli",
+    "translate": "complexorder.experiments.translation_cli",
 }
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError, KeyError,

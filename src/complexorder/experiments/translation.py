@@ -1,0 +1,519 @@
+"""Machine translation (paper Sec. 3.2, Table 5): training, greedy and beam search, BLEU.
+
+The model (:class:`~complexorder.models.seq2seq.TransformerSeq2Seq`) returns logits; everything
+else lives here: label-smoothed cross-entropy, Adam with an inverse-square-root warm-up, gradient
+clipping, atomic per-epoch checkpoints that a restarted run resumes from, checkpoint averaging,
+batched incremental decoding and sacrebleu scoring.
+
+A run directory holds ``last.pt`` (model, optimiser, progress, RNG: what a resumed run needs),
+``epoch<N>.pt`` (weights of the last ``keep_last`` epochs, for evaluation and averaging) and
+``log.jsonl`` (one line per epoch).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from sacrebleu.metrics import BLEU
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..checkpoint import append_jsonl, load_checkpoint, save_checkpoint
+from ..config import config_from_dict, config_to_dict, load_config, read_toml
+from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
+                             tokenizer_from_state)
+from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
+from .training import count_parameters, parameter_groups
+
+__all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
+           "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
+           "average_checkpoints", "greedy_search", "beam_search", "translate_sentences", "corpus_bleu",
+           "evaluate_split"]
+
+CHECKPOINT_KIND = "translation"
+
+
+@dataclass
+class DataConfig:
+    """Pre-processing: ``"bpe"`` (joint sentencepiece, ``vocab_size``) or ``"word"`` (lower-cased words).
+
+    ``max_tokens`` drops longer training pairs (never evaluation input); ``train_limit`` keeps the
+    first N training pairs (0: all; for smoke tests).
+    """
+
+    preprocessing: str = "bpe"
+    vocab_size: int = 8000
+    min_frequency: int = 2
+    max_tokens: int = 100
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    train_limit: int = 0
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation: the budget is ``max_steps`` (0: none) and ``max_epochs``, whichever ends first."""
+
+    batch_size: int = 64
+    max_epochs: int = 30
+    max_steps: int = 0
+    lr: float = 5e-4
+    warmup_steps: int = 4000
+    betas: tuple[float, ...] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    seed: int = 1
+    keep_last: int = 5
+    save_every_steps: int = 0
+
+
+@dataclass
+class DecodeConfig:
+    """Search: ``beam_size`` 1 is greedy; hypotheses end by ``max_len_a * source length + max_len_b``."""
+
+    beam_size: int = 5
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    batch_size: int = 64
+
+
+@dataclass
+class TranslationConfig:
+    name: str = "translation"
+    model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+# --------------------------------------------------------------------------------------
+# Configs
+# --------------------------------------------------------------------------------------
+
+
+def packaged_configs() -> list[str]:
+    """Names of the configs shipped in ``complexorder/configs/translation``."""
+    folder = resources.files("complexorder") / "configs" / "translation"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def resolve_config(name_or_path: str, overrides: dict | None = None) -> TranslationConfig:
+    """A packaged config by name, or a TOML file; ``overrides`` maps dotted keys (``train.lr``) to values."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        if name_or_path not in packaged_configs():
+            raise FileNotFoundError(f"--config: {name_or_path!r} is neither a file nor a packaged config; "
+                                    f"packaged: {', '.join(packaged_configs())}")
+        path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
+    if not overrides:
+        return load_config(path, TranslationConfig)
+    data = read_toml(path)
+    for key, value in overrides.items():
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {key}: {part!r} is not a section")
+        node[leaf] = value
+    return config_from_dict(data, TranslationConfig, where=str(path))
+
+
+# --------------------------------------------------------------------------------------
+# Data: encoding and batches
+# --------------------------------------------------------------------------------------
+
+
+def _encode(tokenizer, pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    return [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
+
+
+def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None) -> list[list[int]]:
+    """Index batches of similar lengths. With ``generator``: shuffled, sorted within pools of 50 batches, shuffled."""
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    order = torch.randperm(len(lengths), generator=generator).tolist() if generator is not None else \
+        list(range(len(lengths)))
+    pool = batch_size * 50
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    if generator is not None:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    return batches
+
+
+def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
+    out = torch.full((len(rows), max(1, max(len(r) for r in rows))), PAD, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
+
+
+def collate(examples: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[Tensor, Tensor, Tensor]:
+    """``(src + </s>, <s> + tgt, tgt + </s>)`` right-padded: ``src [B, Ls]``, ``tgt_in``/``tgt_out [B, Lt]``."""
+    src = _pad([list(s) + [EOS] for s, _ in examples])
+    tgt_in = _pad([[BOS] + list(t) for _, t in examples])
+    tgt_out = _pad([list(t) + [EOS] for _, t in examples])
+    return src, tgt_in, tgt_out
+
+
+def inverse_sqrt_lr(step: int, peak: float, warmup: int) -> float:
+    """Linear warm-up to ``peak`` over ``warmup`` steps, then ``peak * sqrt(warmup / step)`` (step from 1)."""
+    if warmup <= 0:
+        return peak
+    return peak * min(step / warmup, math.sqrt(warmup / step))
+
+
+# --------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------
+
+
+def _loss(model, batch, label_smoothing: float, with_nll: bool = False) -> tuple[Tensor, Tensor | None, int]:
+    """Label-smoothed cross-entropy per target token (and the summed NLL when asked)."""
+    src, tgt_in, tgt_out = batch
+    logits = model(src, tgt_in).flatten(0, 1)
+    target = tgt_out.flatten()
+    loss = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=label_smoothing)
+    nll = F.cross_entropy(logits, target, ignore_index=PAD, reduction="sum") if with_nll else None
+    return loss, nll, int((target != PAD).sum())
+
+
+@torch.no_grad()
+def _validation_loss(model, examples, batch_size: int, label_smoothing: float) -> dict:
+    was = model.training
+    model.eval()
+    total, nll, tokens = 0.0, 0.0, 0
+    for idx in make_batches([len(t) for _, t in examples], batch_size):
+        loss, batch_nll, n = _loss(model, collate([examples[i] for i in idx]), label_smoothing, True)
+        total, nll, tokens = total + loss.item() * n, nll + batch_nll.item(), tokens + n
+    model.train(was)
+    return {"valid_loss": total / max(1, tokens), "valid_ppl": math.exp(min(50.0, nll / max(1, tokens)))}
+
+
+#: Settings a resumed run may change: the budget, checkpoint keeping and decoding.
+RESUMABLE_CHANGES = ("train.max_steps", "train.max_epochs", "train.save_every_steps", "train.keep_last", "decode.")
+
+
+def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, ...] = ()) -> list[str]:
+    diffs = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if ignore and (prefix + key).startswith(ignore):
+            continue
+        if isinstance(x, dict) and isinstance(y, dict):
+            diffs += _config_differences(x, y, f"{prefix}{key}.", ignore)
+        elif x != y:
+            diffs.append(f"{prefix}{key}: {x!r} in the checkpoint, {y!r} asked")
+    return diffs
+
+
+def _prune(run_dir: Path, keep_last: int) -> None:
+    epochs = sorted(run_dir.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+    for path in epochs[:-keep_last] if keep_last > 0 else []:
+        path.unlink()
+
+
+def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
+                      progress: bool = True, log: Callable[[str], None] = print) -> dict:
+    """Train (or resume, when ``run_dir/last.pt`` exists) and return a summary of the run.
+
+    Resuming needs the same config; a different one (another model variant, say) is a one-line
+    error naming the differences. The tokenizer is trained on the training split only.
+    """
+    run_dir = Path(run_dir)
+    tc = config.train
+    cfg_dict = config_to_dict(config)
+    last_path = run_dir / "last.pt"
+    resume = load_checkpoint(last_path, CHECKPOINT_KIND) if last_path.is_file() else None
+    if resume is not None:
+        diffs = _config_differences(resume["config"], cfg_dict, ignore=RESUMABLE_CHANGES)
+        if diffs:
+            raise ValueError(f"{last_path} was trained with another config ({diffs[0]}); "
+                             f"use another --run-dir or the same config")
+    train_pairs = read_parallel(*split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang))
+    if config.data.train_limit:
+        train_pairs = train_pairs[:config.data.train_limit]
+    valid_pairs = read_parallel(*split_files(data_dir, "val", config.data.src_lang, config.data.tgt_lang))
+    if resume is not None:
+        tokenizer = tokenizer_from_state(resume["tokenizer"])
+    else:
+        tokenizer = build_tokenizer(config.data.preprocessing, [s for pair in train_pairs for s in pair],
+                                    vocab_size=config.data.vocab_size, min_frequency=config.data.min_frequency)
+    encoded = _encode(tokenizer, train_pairs)
+    keep, report = filter_training_pairs(train_pairs, encoded, config.data.max_tokens)
+    log(f"{config.name}: {report.describe()}; vocabulary {tokenizer.vocab_size} ({config.data.preprocessing})")
+    train = [encoded[i] for i in keep]
+    valid = _encode(tokenizer, valid_pairs)
+    torch.manual_seed(tc.seed)
+    model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD)
+    optimizer = torch.optim.Adam(parameter_groups(model, tc.weight_decay), lr=tc.lr, betas=tuple(tc.betas),
+                                 eps=tc.adam_eps)
+    state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0}
+    if resume is not None:
+        model.load_state_dict(resume["model_state"])
+        optimizer.load_state_dict(resume["optimizer_state"])
+        state.update(resume["progress"])
+        torch.set_rng_state(resume["rng_state"])
+        log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
+    n_params = count_parameters(model)
+    log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
+    payload = {"tokenizer": tokenizer.state(), "vocab_size": tokenizer.vocab_size, "parameters": n_params}
+
+    def save(path: Path, *, full: bool, **extra) -> None:
+        more = {"optimizer_state": optimizer.state_dict(), "rng_state": torch.get_rng_state(),
+                "progress": dict(state)} if full else {"step": state["step"], "epoch": extra.pop("epoch")}
+        save_checkpoint(path, CHECKPOINT_KIND, model.state_dict(), cfg_dict, **payload, **more, **extra)
+
+    batches_per_epoch = len(make_batches([0] * len(train), tc.batch_size))
+    total = tc.max_epochs * batches_per_epoch
+    total = min(total, tc.max_steps) if tc.max_steps else total
+    bar = tqdm(total=total, initial=state["step"], desc=config.name, disable=not progress, dynamic_ncols=True)
+    model.train()
+    lr = inverse_sqrt_lr(max(1, state["step"]), tc.lr, tc.warmup_steps)
+    while state["epoch"] <= tc.max_epochs and not (tc.max_steps and state["step"] >= tc.max_steps):
+        epoch = state["epoch"]
+        generator = torch.Generator().manual_seed(tc.seed * 100_003 + epoch)
+        batches = make_batches([len(s) + len(t) for s, t in train], tc.batch_size, generator)
+        loss_sum, tok_sum, tok_window, window_start = 0.0, 0, 0, time.perf_counter()
+        for b in range(state["batch"], len(batches)):
+            start, cpu_start = time.perf_counter(), time.process_time()
+            lr = inverse_sqrt_lr(state["step"] + 1, tc.lr, tc.warmup_steps)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss, _, n_tokens = _loss(model, collate([train[i] for i in batches[b]]), tc.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if tc.clip_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip_norm)
+            optimizer.step()
+            state["step"] += 1
+            state["batch"] = b + 1
+            state["train_seconds"] += time.perf_counter() - start
+            state["train_cpu_seconds"] += time.process_time() - cpu_start
+            loss_sum, tok_sum, tok_window = loss_sum + loss.item() * n_tokens, tok_sum + n_tokens, tok_window + n_tokens
+            bar.update(1)
+            if state["step"] % 10 == 0:
+                now = time.perf_counter()
+                bar.set_postfix(epoch=epoch, loss=f"{loss_sum / tok_sum:.3f}", lr=f"{lr:.1e}",
+                                tok_s=f"{tok_window / (now - window_start):.0f}")
+                tok_window, window_start = 0, now
+            if tc.save_every_steps and state["step"] % tc.save_every_steps == 0:
+                save(last_path, full=True)
+            if tc.max_steps and state["step"] >= tc.max_steps:
+                break
+        record = {"epoch": epoch, "step": state["step"], "train_loss": loss_sum / max(1, tok_sum), "lr": lr,
+                  "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
+                  **_validation_loss(model, valid, tc.batch_size, tc.label_smoothing)}
+        save(run_dir / f"epoch{epoch}.pt", full=False, epoch=epoch, valid=record)
+        if state["batch"] >= len(batches):
+            state["epoch"], state["batch"] = epoch + 1, 0
+        save(last_path, full=True)
+        _prune(run_dir, tc.keep_last)
+        append_jsonl(run_dir / "log.jsonl", {"name": config.name, **record})
+        bar.set_postfix(epoch=epoch, loss=f"{record['train_loss']:.3f}", valid_ppl=f"{record['valid_ppl']:.2f}")
+        log(f"{config.name}: epoch {epoch} step {state['step']} train loss {record['train_loss']:.3f} "
+            f"valid loss {record['valid_loss']:.3f} ppl {record['valid_ppl']:.2f}")
+    bar.close()
+    return {"name": config.name, "variant": config.model.variant, "parameters": n_params, **state}
+
+
+# --------------------------------------------------------------------------------------
+# Checkpoints: load, average
+# --------------------------------------------------------------------------------------
+
+
+def load_translator(path: str | Path) -> tuple[TransformerSeq2Seq, object, TranslationConfig]:
+    """``(model in eval mode, tokenizer, config)`` from a translation checkpoint.
+
+    Any other kind of checkpoint (a classifier, a language model) is a one-line error naming both.
+    """
+    ck = load_checkpoint(path, CHECKPOINT_KIND)
+    config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
+    tokenizer = tokenizer_from_state(ck["tokenizer"])
+    model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
+    try:
+        model.load_state_dict(ck["model_state"])
+    except RuntimeError as exc:
+        raise ValueError(f"checkpoint {path} does not fit a {config.model.variant!r} model: "
+                         f"{str(exc).splitlines()[1].strip()}") from None
+    return model.eval(), tokenizer, config
+
+
+def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path:
+    """Average the weights of translation checkpoints of one run (same config) into ``output``."""
+    if not paths:
+        raise ValueError("no checkpoints to average")
+    first = load_checkpoint(paths[0], CHECKPOINT_KIND)
+    sums = {k: v.double().clone() for k, v in first["model_state"].items()}
+    for path in paths[1:]:
+        ck = load_checkpoint(path, CHECKPOINT_KIND)
+        diffs = _config_differences(first["config"], ck["config"], ignore=RESUMABLE_CHANGES)
+        if diffs:
+            raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({diffs[0]})")
+        for k, v in ck["model_state"].items():
+            sums[k] += v.double()
+    state = {k: (v / len(paths)).to(first["model_state"][k].dtype) for k, v in sums.items()}
+    extra = {k: first[k] for k in ("tokenizer", "vocab_size", "parameters")}
+    save_checkpoint(output, CHECKPOINT_KIND, state, first["config"], averaged_from=[str(p) for p in paths], **extra)
+    return Path(output)
+
+
+# --------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------
+
+
+def _limits(src_pad: Tensor, a: float, b: int) -> Tensor:
+    """Most output tokens (before ``</s>``) per sentence: ``floor(a * source length + b)``."""
+    return ((~src_pad).sum(1).double() * a + b).floor().long()
+
+
+def _constrain(log_probs: Tensor, step: int, limits: Tensor) -> Tensor:
+    """No ``<pad>``/``<s>``; only ``</s>`` once a hypothesis has reached its length limit."""
+    log_probs[:, PAD] = log_probs[:, BOS] = float("-inf")
+    at_limit = step >= limits
+    if at_limit.any():
+        eos = log_probs[at_limit, EOS]
+        log_probs[at_limit] = float("-inf")
+        log_probs[at_limit, EOS] = eos
+    return log_probs
+
+
+def _strip(ids: Sequence[int]) -> list[int]:
+    ids = list(ids)
+    return ids[:ids.index(EOS)] if EOS in ids else ids
+
+
+@torch.no_grad()
+def greedy_search(model: TransformerSeq2Seq, src: Tensor, *, max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
+    """Most probable next token at each step, decoded incrementally; ids without ``</s>``."""
+    memory, src_pad = model.encode(src)
+    limits = _limits(src_pad, max_len_a, max_len_b)
+    tokens = src.new_full((src.shape[0],), BOS)
+    done = torch.zeros_like(tokens, dtype=torch.bool)
+    cache, out = {}, []
+    for step in range(int(limits.max()) + 1):
+        log_probs = _constrain(model.decode_step(tokens, step, memory, src_pad, cache).log_softmax(-1), step, limits)
+        tokens = log_probs.argmax(-1)
+        out.append(tokens)
+        done |= tokens == EOS
+        if done.all():
+            break
+    return [_strip(row) for row in torch.stack(out, 1).tolist()]
+
+
+@torch.no_grad()
+def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, length_penalty: float = 1.0,
+                max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
+    """Batched beam search, decoded incrementally (the cache follows the beams' back-pointers).
+
+    Each step extends every live hypothesis, keeps the ``2 * beam_size`` best candidates per
+    sentence, finishes those ending in ``</s>`` among the first ``beam_size`` and continues the
+    ``beam_size`` best others. A sentence is done with ``beam_size`` finished hypotheses; the
+    best by ``log p / length ** length_penalty`` (length counting ``</s>``) is returned.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    k = beam_size
+    memory, src_pad = model.encode(src)
+    n = src.shape[0]
+    limits = _limits(src_pad, max_len_a, max_len_b)
+    memory, src_pad, beam_limits = (t.repeat_interleave(k, 0) for t in (memory, src_pad, limits))
+    scores = torch.full((n, k), float("-inf"))
+    scores[:, 0] = 0.0
+    tokens = src.new_full((n * k,), BOS)
+    history = src.new_empty((n * k, 0))
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
+    offset = (torch.arange(n) * k).unsqueeze(1)
+    cache: dict = {}
+    for step in range(int(limits.max()) + 1):
+        log_probs = model.decode_step(tokens, step, memory, src_pad, cache).log_softmax(-1)
+        log_probs = _constrain(log_probs, step, beam_limits)
+        vocab = log_probs.shape[-1]
+        candidates = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
+        top, index = candidates.topk(min(2 * k, k * vocab), dim=1)
+        origin, token = offset + index // vocab, index % vocab
+        is_eos = token == EOS
+        for b, j in (is_eos[:, :k] & torch.isfinite(top[:, :k])).nonzero().tolist():
+            if len(finished[b]) < k:
+                finished[b].append((top[b, j].item() / (step + 1) ** length_penalty, history[origin[b, j]].tolist()))
+        scores, keep = top.masked_fill(is_eos, float("-inf")).topk(k, dim=1)
+        done = torch.tensor([len(f) >= k for f in finished])
+        if done.all():
+            break
+        scores[done] = float("-inf")
+        rows, tokens = origin.gather(1, keep).view(-1), token.gather(1, keep).view(-1)
+        history = torch.cat((history[rows], tokens.unsqueeze(1)), 1)
+        reorder_cache(cache, rows)
+    return [max(f)[1] if f else [] for f in finished]
+
+
+def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequence[str], decode: DecodeConfig, *,
+                        progress: bool = False) -> list[str]:
+    """Translate raw sentences (batched by length, in full: no source is truncated); empty lines stay empty."""
+    model.eval()
+    encoded = [tokenizer.encode(s) + [EOS] for s in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+    outputs: list[str] = [""] * len(encoded)
+    bar = tqdm(total=len(encoded), desc="translate", disable=not progress, leave=False, dynamic_ncols=True)
+    for start in range(0, len(order), decode.batch_size):
+        idx = order[start:start + decode.batch_size]
+        src = _pad([encoded[i] for i in idx])
+        if decode.beam_size == 1:
+            hyps = greedy_search(model, src, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+        else:
+            hyps = beam_search(model, src, beam_size=decode.beam_size, length_penalty=decode.length_penalty,
+                               max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+        for i, ids in zip(idx, hyps):
+            outputs[i] = tokenizer.decode(ids) if sentences[i].strip() else ""
+        bar.update(len(idx))
+    bar.close()
+    return outputs
+
+
+# --------------------------------------------------------------------------------------
+# BLEU
+# --------------------------------------------------------------------------------------
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    """sacrebleu corpus BLEU, two ways, each with its signature.
+
+    - ``bleu``: detokenized, case-sensitive BLEU (sacrebleu's default, ``13a`` tokenization).
+    - ``bleu_tok_lc``: tokenized (mteval-13a), lower-cased BLEU -- the figure the 2019 Multi30k
+      literature (and the paper's Table 5) reports.
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    detok, tok_lc = BLEU(), BLEU(lowercase=True)
+    a, b = detok.corpus_score(list(hypotheses), [list(references)]), tok_lc.corpus_score(list(hypotheses),
+                                                                                        [list(references)])
+    return {"bleu": a.score, "bleu_signature": str(detok.get_signature()), "bleu_tok_lc": b.score,
+            "bleu_tok_lc_signature": str(tok_lc.get_signature())}
+
+
+def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConfig, split: str,
+                   data_dir: str | Path | None = None, *, decode: DecodeConfig | None = None,
+                   progress: bool = False) -> tuple[dict, list[str]]:
+    """BLEU of ``model`` on a Multi30k split; returns ``(scores, hypotheses)``."""
+    decode = decode or config.decode
+    pairs = read_parallel(*split_files(data_dir, split, config.data.src_lang, config.data.tgt_lang))
+    start = time.perf_counter()
+    hyps = translate_sentences(model, tokenizer, [s for s, _ in pairs], decode, progress=progress)
+    scores = corpus_bleu(hyps, [t for _, t in pairs])
+    scores.update(split=split, sentences=len(pairs), beam_size=decode.beam_size,
+                  length_penalty=decode.length_penalty, decode_seconds=time.perf_counter() - start)
+    return scores, hyps

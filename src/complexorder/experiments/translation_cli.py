@@ -1,0 +1,155 @@
+"""``complexorder translate {train,eval,run,average,download}``: Multi30k En->De translation (paper Table 5)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import torch
+
+from ..checkpoint import append_jsonl, atomic_write_text
+from ..config import config_to_dict
+
+
+def _parse_set(items: list[str]) -> dict:
+    overrides = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. train.max_steps=2000")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw  # a bare string
+        overrides[key.strip()] = value
+    return overrides
+
+
+def _decode_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--beam-size", type=int, help="beam size (1 = greedy; default: the checkpoint's config)")
+    p.add_argument("--length-penalty", type=float, help="hypothesis score = log p / length ** LENGTH_PENALTY")
+    p.add_argument("--batch-size", type=int, help="sentences per decoding batch")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("translate", help="train, evaluate and apply Multi30k En->De Transformers (paper Table 5)",
+                       description="Encoder-decoder Transformers with vanilla, complex-vanilla or complex-order "
+                                   "embeddings on Multi30k English->German, scored with sacrebleu.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    t = actions.add_parser("train", help="train (or resume) a model from a config")
+    t.add_argument("--config", required=True,
+                   help="a packaged config name (e.g. cpu-complex-order, paper-vanilla) or a TOML file")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override a config value, e.g. --set train.max_steps=2000 (repeatable)")
+    t.add_argument("--run-dir", help="where checkpoints and logs go (default: runs/translation/<config name>)")
+    t.add_argument("--data-dir", help="data directory holding translation/multi30k (default: $COMPLEXORDER_DATA)")
+    _common(t)
+
+    e = actions.add_parser("eval", help="BLEU of a checkpoint on a Multi30k split (detokenized and tokenized lc)")
+    e.add_argument("--checkpoint", required=True, help="a translation checkpoint (epochN.pt, last.pt, averaged)")
+    e.add_argument("--split", default="test2016", help="val or test2016 (default: test2016)")
+    e.add_argument("--data-dir", help="data directory holding translation/multi30k")
+    e.add_argument("--hypotheses", help="also write the translations to this file")
+    e.add_argument("--results", help="append the scores as a JSON line to this file")
+    _decode_options(e)
+    _common(e)
+
+    r = actions.add_parser("run", help="translate a file or standard input with a trained checkpoint")
+    r.add_argument("--checkpoint", required=True, help="a translation checkpoint")
+    r.add_argument("--input", default="-", help="source sentences, one per line ('-' = standard input)")
+    r.add_argument("--output", default="-", help="where the translations go ('-' = standard output)")
+    _decode_options(r)
+    _common(r)
+
+    a = actions.add_parser("average", help="average the weights of checkpoints of one run")
+    a.add_argument("checkpoints", nargs="*", help="checkpoints to average")
+    a.add_argument("--run-dir", help="average the last --last epoch checkpoints of this run instead")
+    a.add_argument("--last", type=int, default=5, help="how many epoch checkpoints with --run-dir (default 5)")
+    a.add_argument("--output", required=True, help="the averaged checkpoint")
+
+    d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)")
+    d.add_argument("--data-dir", help="data directory (the files go to DATA_DIR/translation/multi30k)")
+    for parser in (t, e, r, a, d):
+        parser.set_defaults(func=run)
+
+
+def _decode_config(config, args):
+    changes = {k: v for k, v in (("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
+                                 ("batch_size", args.batch_size)) if v is not None}
+    if changes.get("beam_size", 1) < 1 or changes.get("batch_size", 1) < 1:
+        raise ValueError("--beam-size and --batch-size must be at least 1")
+    return dataclasses.replace(config.decode, **changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    from . import translation as T
+
+    if getattr(args, "threads", None):
+        torch.set_num_threads(args.threads)
+    progress = not getattr(args, "no_progress", False)
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    if args.action == "download":
+        from ..data.multi30k import download_multi30k
+
+        print(f"Multi30k is in {download_multi30k(args.data_dir)}")
+        return 0
+    if args.action == "average":
+        if args.run_dir:
+            found = sorted(Path(args.run_dir).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+            if not found:
+                raise FileNotFoundError(f"--run-dir {args.run_dir}: no epoch*.pt checkpoints there")
+            paths = found[-args.last:]
+        else:
+            paths = [Path(p) for p in args.checkpoints]
+        if not paths:
+            raise ValueError("give checkpoints to average or --run-dir")
+        T.average_checkpoints(paths, args.output)
+        print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
+        return 0
+    if args.action == "train":
+        config = T.resolve_config(args.config, _parse_set(args.set))
+        run_dir = Path(args.run_dir or Path("runs") / "translation" / config.name)
+        summary = T.train_translation(config, run_dir, args.data_dir, progress=progress, log=log)
+        log(f"{config.name}: done after {summary['step']} steps, {summary['train_seconds']:.0f} s of training; "
+            f"checkpoints in {run_dir}")
+        print(json.dumps(summary, sort_keys=True))
+        return 0
+    model, tokenizer, config = T.load_translator(args.checkpoint)
+    decode = _decode_config(config, args)
+    if args.action == "eval":
+        scores, hyps = T.evaluate_split(model, tokenizer, config, args.split, args.data_dir, decode=decode,
+                                        progress=progress)
+        scores.update(checkpoint=str(args.checkpoint), name=config.name, variant=config.model.variant)
+        if args.hypotheses:
+            atomic_write_text(args.hypotheses, "".join(h + "\n" for h in hyps))
+        if args.results:
+            append_jsonl(args.results, {**scores, "config": config_to_dict(config)})
+        print(f"{config.name} {args.split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}); "
+              f"tokenized lower-cased BLEU {scores['bleu_tok_lc']:.2f} ({scores['bleu_tok_lc_signature']})")
+        return 0
+    from ..data.multi30k import read_lines
+
+    if args.input != "-" and not Path(args.input).is_file():
+        raise FileNotFoundError(f"--input {args.input} does not exist")
+    sentences = read_lines(args.input) if args.input != "-" else [line.strip() for line in
+                                                                   sys.stdin.read().split("\n")]
+    if args.input == "-" and sentences and sentences[-1] == "":
+        sentences.pop()
+    out = T.translate_sentences(model, tokenizer, sentences, decode, progress=progress and args.output != "-")
+    text = "".join(o + "\n" for o in out)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(args.output, text)
+    return 0

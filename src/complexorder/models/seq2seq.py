@@ -1,0 +1,297 @@
+"""Encoder-decoder Transformer for translation over real or complex embeddings (paper Sec. 3.2).
+
+Three variants share one class and one call shape:
+
+=====================  ==============================================  =================================
+variant                embedding of a token ``j`` at position ``pos``   layers
+=====================  ==============================================  =================================
+``"vanilla"``          ``s * WE_j + PE_pos`` (Vaswani et al., Eq. 7)    :class:`torch.nn.TransformerEncoderLayer` /
+                                                                        :class:`torch.nn.TransformerDecoderLayer`
+``"complex-vanilla"``  ``s * r_j e^{i theta_j}`` (no position)         :class:`~complexorder.nn.ComplexTransformerEncoderLayer` /
+                                                                        :class:`~complexorder.nn.ComplexTransformerDecoderLayer`
+``"complex-order"``    ``s * r_j e^{i omega_j pos}`` (Eq. 5, no          as complex-vanilla
+                       initial phase, as the paper's MT setting)
+=====================  ==============================================  =================================
+
+``s = sqrt(d_model)`` with ``scale_embedding`` (word tables then start at ``N(0, 1/d_model)``,
+as fairseq). The decoder of the complex variants runs causal complex self-attention and complex
+cross-attention; its last state ``h`` is read out as the real vector ``[Re h, Im h]`` and
+projected to the target vocabulary.
+
+Decoding is incremental: :meth:`TransformerSeq2Seq.decode_step` embeds only the newest target token
+at its explicit position and keeps the projected keys/values of earlier steps (and of the encoder
+memory) in a ``cache`` dict. The complex layers take that cache natively; the real
+:class:`torch.nn.TransformerDecoderLayer` has none, so the step runs the layer's own sub-modules
+with cached projections (tests check that step-wise and full decoding agree).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
+                  ComplexTransformerEncoderLayer)
+
+__all__ = ["VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
+
+VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
+_EMBEDDING_OF = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order"}
+
+
+@dataclass
+class Seq2SeqConfig:
+    """Hyper-parameters of :class:`TransformerSeq2Seq` (defaults: the paper's MT setting).
+
+    Args:
+        variant: ``"vanilla"``, ``"complex-vanilla"`` or ``"complex-order"``.
+        d_model: model width: real dimensions for ``"vanilla"``, complex dimensions for the
+            complex variants (a complex width ``D`` carries ``2D`` real numbers).
+        nhead, num_encoder_layers, num_decoder_layers, dim_feedforward, dropout, activation,
+            norm_first: as :class:`torch.nn.Transformer` (``dim_feedforward`` is complex units for
+            the complex variants).
+        share_embeddings: one embedding table for source and target (needs a joint vocabulary).
+        tie_output: use the target embedding as the output projection (``vanilla``: the word
+            table; complex: ``[Re f(j, 0), Im f(j, 0)]``, the embedding at position 0).
+        scale_embedding: word tables (amplitudes) start at ``N(0, 1/d_model)`` and are scaled by
+            ``sqrt(d_model)``; otherwise ``N(0, 1)`` and unscaled.
+        frequency_init: initial frequencies of ``"complex-order"`` (see
+            :class:`~complexorder.embeddings.ComplexOrderEmbedding`).
+        share_weights: real/imaginary weight sharing in the complex attention (paper Table 4).
+    """
+
+    variant: Literal["vanilla", "complex-vanilla", "complex-order"] = "complex-order"
+    d_model: int = 512
+    nhead: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    dim_feedforward: int = 2048
+    dropout: float = 0.1
+    activation: Literal["relu", "gelu"] = "relu"
+    norm_first: bool = False
+    share_embeddings: bool = True
+    tie_output: bool = False
+    scale_embedding: bool = True
+    frequency_init: Literal["sinusoidal", "uniform", "zeros"] = "sinusoidal"
+    share_weights: bool = False
+
+
+def reorder_cache(cache: dict, index: Tensor) -> dict:
+    """Select batch rows ``index`` of every tensor in a (nested) decoding cache, in place (beam search)."""
+    for key, value in cache.items():
+        if isinstance(value, dict):
+            reorder_cache(value, index)
+        elif isinstance(value, Tensor):
+            cache[key] = value.index_select(0, index)
+    return cache
+
+
+def _mha_step(mha: nn.MultiheadAttention, query: Tensor, key_value: Tensor, cache: dict, static_kv: bool,
+              key_padding_mask: Tensor | None) -> Tensor:
+    """``nn.MultiheadAttention`` on new queries with cached, head-split keys/values ``[B, H, L, d_head]``."""
+    d, h = mha.embed_dim, mha.num_heads
+    w, b = mha.in_proj_weight, mha.in_proj_bias
+    bias = (lambda i: None) if b is None else (lambda i: b[i * d:(i + 1) * d])  # noqa: E731
+    heads = lambda x: x.view(x.shape[0], x.shape[1], h, d // h).transpose(1, 2)  # noqa: E731
+    q = heads(F.linear(query, w[:d], bias(0)))
+    if static_kv and "k" in cache:
+        k, v = cache["k"], cache["v"]
+    else:
+        k = heads(F.linear(key_value, w[d:2 * d], bias(1)))
+        v = heads(F.linear(key_value, w[2 * d:], bias(2)))
+        if "k" in cache:
+            k, v = torch.cat((cache["k"], k), 2), torch.cat((cache["v"], v), 2)
+    cache["k"], cache["v"] = k, v
+    mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=mha.dropout if mha.training else 0.0)
+    return mha.out_proj(out.transpose(1, 2).reshape(query.shape[0], query.shape[1], d))
+
+
+def _real_decoder_layer_step(layer: nn.TransformerDecoderLayer, x: Tensor, memory: Tensor,
+                             memory_key_padding_mask: Tensor | None, cache: dict) -> Tensor:
+    """One incremental step of a :class:`torch.nn.TransformerDecoderLayer`, same computation as its forward."""
+    def sa(y):
+        return layer.dropout1(_mha_step(layer.self_attn, y, y, cache.setdefault("self", {}), False, None))
+
+    def ca(y):
+        return layer.dropout2(_mha_step(layer.multihead_attn, y, memory, cache.setdefault("cross", {}), True,
+                                        memory_key_padding_mask))
+
+    def ff(y):
+        return layer.dropout3(layer.linear2(layer.dropout(layer.activation(layer.linear1(y)))))
+
+    if layer.norm_first:
+        x = x + sa(layer.norm1(x))
+        x = x + ca(layer.norm2(x))
+        return x + ff(layer.norm3(x))
+    x = layer.norm1(x + sa(x))
+    x = layer.norm2(x + ca(x))
+    return layer.norm3(x + ff(x))
+
+
+class TransformerSeq2Seq(nn.Module):
+    r"""Encoder-decoder Transformer over real (``"vanilla"``) or complex embeddings; returns logits.
+
+    Args:
+        config: :class:`Seq2SeqConfig`.
+        src_vocab_size, tgt_vocab_size: vocabulary sizes (equal when ``share_embeddings``).
+        pad_id: padding id of both vocabularies (embeds to zero; masked as a key).
+
+    Shape:
+        - ``forward(src [B, Ls], tgt_in [B, Lt])`` -> logits ``[B, Lt, V_tgt]`` (teacher forcing,
+          causal: output ``t`` sees ``tgt_in[:, :t+1]`` only).
+        - ``encode(src)`` -> ``(memory [B, Ls, d] (complex64 for complex variants), src_pad [B, Ls])``.
+        - ``decode_step(tokens [B], position, memory, src_pad, cache)`` -> logits ``[B, V_tgt]``.
+
+    Examples::
+
+        >>> cfg = Seq2SeqConfig("complex-order", d_model=16, nhead=2, num_encoder_layers=1,
+        ...                     num_decoder_layers=1, dim_feedforward=32)
+        >>> model = TransformerSeq2Seq(cfg, 50, 50)
+        >>> model(torch.randint(1, 50, (2, 7)), torch.randint(1, 50, (2, 5))).shape
+        torch.Size([2, 5, 50])
+    """
+
+    def __init__(self, config: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int, *, pad_id: int = 0) -> None:
+        super().__init__()
+        if config.variant not in VARIANTS:
+            raise ValueError(f"model.variant must be one of {', '.join(VARIANTS)}; got {config.variant!r}")
+        if config.share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError(f"share_embeddings needs one joint vocabulary, got source {src_vocab_size} and "
+                             f"target {tgt_vocab_size} entries; set share_embeddings = false")
+        if config.d_model % config.nhead:
+            raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
+        if config.share_weights and config.variant == "vanilla":
+            raise ValueError("share_weights applies to the complex variants only")
+        self.config = config
+        self.pad_id = pad_id
+        self.is_complex = config.variant != "vanilla"
+        d = config.d_model
+        options = {"frequency_init": config.frequency_init} if config.variant == "complex-order" else {}
+        name = _EMBEDDING_OF[config.variant]
+        self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
+        self.tgt_embedding = (self.src_embedding if config.share_embeddings
+                              else build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
+        self.embed_scale = math.sqrt(d) if config.scale_embedding else 1.0
+        self.embed_dropout = ComplexDropout(config.dropout) if self.is_complex else nn.Dropout(config.dropout)
+        layer_args = (d, config.nhead, config.dim_feedforward, config.dropout)
+        layer_kwargs = {"activation": config.activation, "batch_first": True, "norm_first": config.norm_first}
+        if self.is_complex:
+            layer_kwargs["share_weights"] = config.share_weights
+            enc, dec, norm = ComplexTransformerEncoderLayer, ComplexTransformerDecoderLayer, ComplexLayerNorm
+        else:
+            enc, dec, norm = nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.LayerNorm
+        self.encoder_layers = nn.ModuleList(enc(*layer_args, **layer_kwargs) for _ in range(config.num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(dec(*layer_args, **layer_kwargs) for _ in range(config.num_decoder_layers))
+        # Pre-norm stacks end with a norm (post-norm layers already end normalised).
+        self.encoder_norm = norm(d) if config.norm_first else None
+        self.decoder_norm = norm(d) if config.norm_first else None
+        readout = 2 * d if self.is_complex else d
+        if config.tie_output:
+            self.register_module("output", None)
+            self.output_bias = nn.Parameter(torch.zeros(tgt_vocab_size))
+        else:
+            self.output = nn.Linear(readout, tgt_vocab_size)
+            self.register_parameter("output_bias", None)
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Re-initialise the embeddings and the output projection (the layers initialise themselves)."""
+        for emb in {id(e): e for e in (self.src_embedding, self.tgt_embedding)}.values():
+            emb.reset_parameters()
+            if self.config.scale_embedding:
+                table = emb.amplitude if self.is_complex else emb.weight
+                nn.init.normal_(table, std=self.config.d_model ** -0.5)
+                table[self.pad_id].zero_()
+        if self.output is not None:
+            self.output.reset_parameters()
+        else:
+            self.output_bias.zero_()
+
+    # ---------------------------------------------------------------- embeddings and read-out
+    def _embed(self, embedding: nn.Module, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        if self.is_complex:
+            x = embedding(tokens, positions) * self.embed_scale
+        else:
+            pos = torch.arange(tokens.shape[-1], device=tokens.device) if positions is None else positions
+            x = embedding(tokens) * self.embed_scale
+            x = x + sinusoidal_position_encoding(pos, self.config.d_model).to(x.dtype)
+        return self.embed_dropout(x)
+
+    def output_weight(self) -> Tensor:
+        """The ``[V_tgt, d]`` (real) or ``[V_tgt, 2D]`` (complex: real ⊕ imaginary parts) output matrix."""
+        if self.output is not None:
+            return self.output.weight
+        emb = self.tgt_embedding
+        if not self.is_complex:
+            return emb.weight
+        ids = torch.arange(emb.num_embeddings, device=self.output_bias.device)
+        return complex_to_real(emb(ids, torch.zeros_like(ids)))
+
+    def project(self, h: Tensor) -> Tensor:
+        """Logits from decoder states ``h [..., d]`` (complex states read out as ``[Re h, Im h]``)."""
+        features = complex_to_real(h)
+        if self.output is not None:
+            return self.output(features)
+        return F.linear(features, self.output_weight(), self.output_bias)
+
+    # ---------------------------------------------------------------- encoder / decoder
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder states and the source padding mask (True = padding)."""
+        src_pad = src == self.pad_id
+        x = self._embed(self.src_embedding, src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_key_padding_mask=src_pad)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return x, src_pad
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor) -> Tensor:
+        """Teacher-forced decoder: logits ``[B, Lt, V]``; position ``t`` sees target tokens ``<= t`` only."""
+        length = tgt_in.shape[1]
+        x = self._embed(self.tgt_embedding, tgt_in)
+        if self.is_complex:
+            for layer in self.decoder_layers:
+                x = layer(x, memory, memory_key_padding_mask=src_pad, tgt_is_causal=True)
+        else:
+            causal = torch.ones(length, length, dtype=torch.bool, device=tgt_in.device).triu(1)  # True = masked
+            for layer in self.decoder_layers:
+                x = layer(x, memory, tgt_mask=causal, memory_key_padding_mask=src_pad, tgt_is_causal=True)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return self.project(x)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        memory, src_pad = self.encode(src)
+        return self.decode(tgt_in, memory, src_pad)
+
+    def decode_step(self, tokens: Tensor, position: int, memory: Tensor, src_pad: Tensor, cache: dict) -> Tensor:
+        """Logits ``[B, V]`` for the next token after ``tokens [B]``, which sit at target ``position``.
+
+        Only the new token is embedded (at its explicit ``position``) and run through the decoder;
+        earlier steps live in ``cache`` (start with ``{}`` at position 0 and keep passing it; use
+        :func:`reorder_cache` to follow beam-search back-pointers).
+        """
+        x = tokens.view(-1, 1)
+        x = self._embed(self.tgt_embedding, x, torch.full((1,), position, device=x.device))
+        for i, layer in enumerate(self.decoder_layers):
+            layer_cache = cache.setdefault(f"layer{i}", {})
+            if self.is_complex:
+                x = layer(x, memory, memory_key_padding_mask=src_pad, tgt_is_causal=True, cache=layer_cache)
+            else:
+                x = _real_decoder_layer_step(layer, x, memory, src_pad, layer_cache)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return self.project(x)[:, 0]
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"variant={c.variant!r}, d_model={c.d_model}, nhead={c.nhead}, layers={c.num_encoder_layers}+"
+                f"{c.num_decoder_layers}, dim_feedforward={c.dim_feedforward}")

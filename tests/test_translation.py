@@ -1,0 +1,310 @@
+"""Translation (paper Sec. 3.2): causal decoding, incremental = full, beam 1 = greedy, BLEU, data errors, end to end."""
+
+import dataclasses
+import io
+import math
+
+import pytest
+import torch
+
+from complexorder.checkpoint import save_checkpoint
+from complexorder.cli import main
+from complexorder.data.multi30k import (EOS, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
+                                        read_lines, read_parallel, split_files, tokenizer_from_state)
+from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, greedy_search,
+                                                  inverse_sqrt_lr, load_translator, make_batches, packaged_configs,
+                                                  resolve_config, train_translation)
+from complexorder.models.seq2seq import VARIANTS, Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
+
+V = 40
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and do not fight other processes for the cores)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(variant, **kw):
+    torch.manual_seed(0)
+    cfg = Seq2SeqConfig(variant, **{"d_model": 16, "nhead": 2, "num_encoder_layers": 2, "num_decoder_layers": 2,
+                                    "dim_feedforward": 24, "dropout": 0.0, **kw})
+    return TransformerSeq2Seq(cfg, V, V).eval()
+
+
+def sources():
+    src = torch.randint(4, V, (3, 7))
+    src[1, 5:] = 0  # a padded sentence
+    src[2, 3:] = 0
+    src[0, -1] = src[1, 4] = src[2, 2] = EOS
+    return src
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_decoder_is_causal_no_future_target_token_leaks(variant):
+    model = tiny(variant)
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :4], b[:, :4])  # outputs before the changed position are identical
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("options", [{}, {"norm_first": True, "tie_output": True}])
+def test_incremental_decoding_equals_full_decoding(variant, options):
+    model = tiny(variant, **options)
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    full = model(src, tgt)
+    memory, src_pad = model.encode(src)
+    cache = {}
+    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
+    assert torch.allclose(steps, full, atol=1e-5)
+    # the cache holds one key per step, and only new tokens were projected
+    assert cache["layer0"]["self"]["k"].shape[2] == 6
+
+
+def test_complex_order_decoder_steps_use_the_explicit_position():
+    model = tiny("complex-order")
+    memory, src_pad = model.encode(sources())
+    token = torch.full((3,), 7)
+    at0 = model.decode_step(token, 0, memory, src_pad, {})
+    at5 = model.decode_step(token, 5, memory, src_pad, {})
+    assert not torch.allclose(at0, at5, atol=1e-4)
+    plain = tiny("complex-vanilla")  # no positions: the first step is the same at any position
+    memory, src_pad = plain.encode(sources())
+    assert torch.allclose(plain.decode_step(token, 0, memory, src_pad, {}),
+                          plain.decode_step(token, 5, memory, src_pad, {}), atol=1e-6)
+
+
+def test_reorder_cache_follows_back_pointers():
+    cache = {"layer0": {"self": {"k": torch.arange(3.0).view(3, 1)}}}
+    reorder_cache(cache, torch.tensor([2, 2, 0]))
+    assert cache["layer0"]["self"]["k"].view(-1).tolist() == [2.0, 2.0, 0.0]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_beam_search_with_beam_one_is_greedy(variant):
+    model = tiny(variant)
+    src = sources()
+    greedy = greedy_search(model, src, max_len_a=1.0, max_len_b=3)
+    assert greedy == beam_search(model, src, beam_size=1, max_len_a=1.0, max_len_b=3)
+    assert all(len(h) <= 7 + 3 for h in greedy)
+
+
+def test_beam_search_is_the_same_batched_or_alone_and_beats_greedy_score():
+    model = tiny("complex-order")
+    src = sources()
+    batched = beam_search(model, src, beam_size=4, length_penalty=0.0, max_len_a=0.0, max_len_b=4)
+    alone = [beam_search(model, src[i:i + 1, :int((src[i] != 0).sum())], beam_size=4, length_penalty=0.0,
+                         max_len_a=0.0, max_len_b=4)[0] for i in range(3)]
+    assert batched == alone
+
+    def logprob(i, hyp):  # total log-probability of hyp + </s> given source i
+        tgt = torch.tensor([[2] + hyp])
+        lp = model(src[i:i + 1], tgt).log_softmax(-1)[0]
+        return sum(lp[t, w].item() for t, w in enumerate(hyp + [EOS]))
+
+    greedy = greedy_search(model, src, max_len_a=0.0, max_len_b=4)
+    for i in range(3):  # without length normalisation, beam 4 finds at least the greedy probability
+        assert logprob(i, batched[i]) >= logprob(i, greedy[i]) - 1e-5
+
+
+def test_bleu_on_a_hand_made_example():
+    # hypothesis/reference n-gram precisions 5/6, 3/5, 2/4, 1/3; equal lengths (no brevity penalty)
+    expected = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
+    scores = corpus_bleu(["the cat sat on the mat"], ["the cat sat on a mat"])
+    assert scores["bleu"] == pytest.approx(expected, abs=1e-6)
+    assert scores["bleu_tok_lc"] == pytest.approx(expected, abs=1e-6)
+    assert "case:mixed" in scores["bleu_signature"] and "case:lc" in scores["bleu_tok_lc_signature"]
+    cased = corpus_bleu(["The Cat sat on the mat"], ["the cat sat on a mat"])
+    assert cased["bleu_tok_lc"] == pytest.approx(expected, abs=1e-6) and cased["bleu"] < expected
+    # brevity penalty exp(1 - r/c): a 4-word hypothesis that is a prefix of a 6-word reference
+    short = corpus_bleu(["the cat sat on"], ["the cat sat on a mat"])
+    assert short["bleu"] == pytest.approx(100 * math.exp(1 - 6 / 4), abs=1e-6)
+
+
+def test_inverse_sqrt_schedule():
+    assert inverse_sqrt_lr(1, 1e-3, 100) == pytest.approx(1e-5)
+    assert inverse_sqrt_lr(100, 1e-3, 100) == pytest.approx(1e-3)
+    assert inverse_sqrt_lr(400, 1e-3, 100) == pytest.approx(5e-4)
+
+
+def test_batches_cover_every_example_once_and_group_lengths():
+    lengths = [5, 1, 9, 3, 3, 7, 2]
+    batches = make_batches(lengths, 3, torch.Generator().manual_seed(0))
+    assert sorted(i for b in batches for i in b) == list(range(7))
+    assert make_batches(lengths, 3) == [[1, 6, 3], [4, 0, 5], [2]]
+
+
+# ---------------------------------------------------------------------------------------- data
+
+
+def write(path, text: str | bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+def test_parallel_files_of_different_lengths_name_both_files_and_counts(tmp_path):
+    src, tgt = write(tmp_path / "a.en", "one\ntwo\nthree\n"), write(tmp_path / "a.de", "eins\nzwei\n")
+    with pytest.raises(ValueError, match=r"a.en has 3 lines but .*a.de has 2"):
+        read_parallel(src, tgt)
+
+
+def test_reading_splits_on_newlines_only_and_reports_bad_bytes(tmp_path):
+    assert read_lines(write(tmp_path / "x", "a\x85b\r\n\nc")) == ["a\x85b", "", "c"]
+    with pytest.raises(ValueError, match=r"x2:2: not valid UTF-8 \(byte 0xff\)"):
+        read_lines(write(tmp_path / "x2", b"ok\nbad \xff\n"))
+    with pytest.raises(FileNotFoundError, match=r"missing data file train.en .*translate download"):
+        split_files(tmp_path, "train")
+    with pytest.raises(ValueError, match="unknown Multi30k split 'dev'; valid splits: train, val, test2016"):
+        split_files(tmp_path, "dev")
+
+
+def test_empty_and_overlong_training_pairs_are_dropped_and_reported():
+    pairs = [("a b", "x y"), ("", "x"), ("a b c d", "x"), ("a", "")]
+    encoded = [(s.split(), t.split()) for s, t in pairs]
+    keep, report = filter_training_pairs(pairs, encoded, max_tokens=3)
+    assert keep == [0]
+    assert report.describe() == ("kept 1 of 4 training pairs; dropped 2 with an empty side (first at line 2); "
+                                 "dropped 1 longer than 3 tokens (first at line 3)")
+
+
+def test_subword_vocabulary_spells_unseen_characters_as_bytes_and_round_trips():
+    texts = ["Ein Mann fährt Fahrrad.", "A man rides a bike.", "Zwei Hunde spielen im Schnee."] * 5
+    tok = SubwordTokenizer.train(texts, vocab_size=300)
+    unseen = "Ein Schneemann ☃ und 中文"
+    ids = tok.encode(unseen)
+    assert UNK not in ids and tok.decode(ids) == unseen
+    again = tokenizer_from_state(tok.state())
+    assert again.encode(unseen) == ids
+    words = WordTokenizer.train(["A man , a man .", "A dog"], min_frequency=2)
+    assert words.decode(words.encode("A MAN and a cat.")) == "a man <unk> a <unk> <unk>"  # "." seen once
+
+
+# ---------------------------------------------------------------------------------------- configs
+
+
+def test_packaged_configs_load_and_cpu_variants_share_budget_and_parameter_count():
+    names = packaged_configs()
+    for variant in VARIANTS:
+        assert f"paper-{variant}" in names and f"cpu-{variant}" in names
+    paper = resolve_config("paper-complex-order")
+    assert (paper.model.num_encoder_layers, paper.model.d_model, paper.model.nhead, paper.model.dropout,
+            paper.train.batch_size) == (6, 512, 8, 0.1, 64)
+    cpu = [resolve_config(f"cpu-{v}") for v in VARIANTS]
+    assert len({dataclasses.astuple(c.train) for c in cpu}) == 1 and len({dataclasses.astuple(c.data) for c in cpu}) == 1
+    vocab = cpu[0].data.vocab_size
+    counts = [sum(p.numel() for p in TransformerSeq2Seq(c.model, vocab, vocab).parameters()) for c in cpu]
+    assert max(counts) / min(counts) <= 1.10
+    assert resolve_config("cpu-vanilla", {"train.lr": 0.01}).train.lr == 0.01
+    with pytest.raises(ValueError, match=r"unknown key 'warmup'"):
+        resolve_config("cpu-vanilla", {"train.warmup": 3})
+    with pytest.raises(FileNotFoundError, match="neither a file nor a packaged config"):
+        resolve_config("gpu-huge")
+
+
+# ---------------------------------------------------------------------------------------- end to end
+
+EN = ["one", "two", "three", "four", "five", "six"]
+DE = ["eins", "zwei", "drei", "vier", "fünf", "sechs"]
+
+
+@pytest.fixture(scope="module")
+def toy_data(tmp_path_factory):
+    """A word-for-word toy 'translation' of number sequences in the Multi30k file layout."""
+    root = tmp_path_factory.mktemp("data")
+    gen = torch.Generator().manual_seed(0)
+
+    def split(name, n):
+        rows = [torch.randint(0, 6, (int(torch.randint(2, 5, (1,), generator=gen)),), generator=gen).tolist()
+                for _ in range(n)]
+        write(root / "translation/multi30k" / f"{name}.en", "".join(" ".join(EN[i] for i in r) + "\n" for r in rows))
+        write(root / "translation/multi30k" / f"{name}.de", "".join(" ".join(DE[i] for i in r) + "\n" for r in rows))
+
+    split("train", 96)
+    split("val", 8)
+    split("test2016", 8)
+    with open(root / "translation/multi30k/train.en", "a") as f:  # an empty and an overlong pair
+        f.write("\n" + " ".join(["one"] * 30) + "\n")
+    with open(root / "translation/multi30k/train.de", "a") as f:
+        f.write("eins\n" + " ".join(["eins"] * 30) + "\n")
+    return root
+
+
+def toy_config(variant):
+    return resolve_config("cpu-" + variant, {
+        "name": f"toy-{variant}", "model.d_model": 16, "model.nhead": 2, "model.num_encoder_layers": 1,
+        "model.num_decoder_layers": 1, "model.dim_feedforward": 32, "model.dropout": 0.0,
+        "data.preprocessing": "word", "data.min_frequency": 1, "data.max_tokens": 12,
+        "train.batch_size": 8, "train.max_steps": 180, "train.lr": 0.01, "train.warmup_steps": 20,
+        "train.keep_last": 2, "decode.beam_size": 3})
+
+
+@pytest.fixture(scope="module")
+def trained(toy_data, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    messages = []
+    config = dataclasses.replace(toy_config("complex-order"))
+    summary = train_translation(config, run_dir, toy_data, progress=False, log=messages.append)
+    return run_dir, summary, messages, config
+
+
+def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, tmp_path, capsys):
+    run_dir, summary, messages, config = trained
+    assert summary["step"] == 180
+    assert any("kept 96 of 98 training pairs; dropped 1 with an empty side (first at line 97); dropped 1 longer "
+               "than 12 tokens (first at line 98)" in m for m in messages)
+    assert sorted(p.name for p in run_dir.glob("epoch*.pt")) == ["epoch14.pt", "epoch15.pt"]  # keep_last = 2
+    from complexorder.checkpoint import read_jsonl
+
+    log = read_jsonl(run_dir / "log.jsonl")
+    assert log[-1]["train_loss"] < log[0]["train_loss"] - 1.0
+    # a finished run resumes to a no-op; a larger budget continues from the saved step
+    assert train_translation(config, run_dir, toy_data, progress=False, log=lambda m: None)["step"] == 180
+    more = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=186))
+    assert train_translation(more, run_dir, toy_data, progress=False, log=lambda m: None)["step"] == 186
+    # the model learned the word-for-word mapping of held-out sentences
+    model, tokenizer, _ = load_translator(run_dir / "last.pt")
+    src = torch.tensor([tokenizer.encode("three one five") + [EOS]])
+    assert tokenizer.decode(greedy_search(model, src)[0]) == "drei eins fünf"
+    assert main(["translate", "eval", "--checkpoint", str(run_dir / "last.pt"), "--data-dir", str(toy_data),
+                 "--split", "val", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "toy-complex-order val: BLEU" in out and "nrefs:1|case:lc|eff:no|tok:13a" in out
+    (tmp_path / "in.en").write_text("two six\n\nfour four one\n")
+    assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(tmp_path / "in.en"),
+                 "--output", str(tmp_path / "out.de"), "--beam-size", "2"]) == 0
+    assert (tmp_path / "out.de").read_text(encoding="utf-8") == "zwei sechs\n\nvier vier eins\n"
+    assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output",
+                 str(tmp_path / "avg.pt")]) == 0
+    load_translator(tmp_path / "avg.pt")
+
+
+def test_translate_reads_standard_input(trained, monkeypatch, capsys):
+    run_dir = trained[0]
+    monkeypatch.setattr("sys.stdin", io.StringIO("one two\nfive three six\n"))
+    assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--beam-size", "1"]) == 0
+    assert capsys.readouterr().out == "eins zwei\nfünf drei sechs\n"
+
+
+def test_a_checkpoint_of_another_model_type_is_a_clear_error(trained, toy_data, tmp_path, capsys):
+    run_dir, _, _, config = trained
+    save_checkpoint(tmp_path / "clf.pt", "classifier", {}, {})
+    assert main(["translate", "run", "--checkpoint", str(tmp_path / "clf.pt")]) == 2
+    assert "holds a 'classifier' model, expected 'translation'" in capsys.readouterr().err
+    other = dataclasses.replace(config, model=dataclasses.replace(config.model, variant="vanilla"))
+    with pytest.raises(ValueError, match=r"model.variant: 'complex-order' in the checkpoint, 'vanilla' asked"):
+        train_translation(other, run_dir, toy_data, progress=False, log=lambda m: None)
+    assert main(["translate", "run", "--checkpoint", str(tmp_path / "none.pt")]) == 2
+    assert "checkpoint" in capsys.readouterr().err
+
+
+def test_a_config_default_is_the_paper_setting():
+    cfg = TranslationConfig()
+    assert (cfg.model.d_model, cfg.model.nhead, cfg.model.num_encoder_layers, cfg.train.batch_size) == (512, 8, 6, 64)
