@@ -1,0 +1,214 @@
+"""Every fast path equals its simple reference (values and gradients), and the benchmark rejects bad names."""
+
+import importlib.util
+import itertools
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from complexorder.nn import functional as CF
+from complexorder.nn.wave import _cos_sin, complex_order_embedding, complex_order_embedding_reference
+
+D64 = torch.float64
+V, D = 9, 6
+TABLE = {None: (V, D), "word": (1, D), "dimension": (V, 1)}
+POSITIONS = {"per token": (3, 11), "per position": (11,), "broadcast row": (1, 11)}
+
+
+def load_speed():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
+    spec = importlib.util.spec_from_file_location("speed_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tables(freq_share, amp_share, initial_phase, dtype=D64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    r = torch.randn(TABLE[amp_share], generator=gen, dtype=dtype).requires_grad_()
+    w = (torch.rand(TABLE[freq_share], generator=gen, dtype=dtype) * 4 - 2).requires_grad_()
+    theta = (torch.rand(V, D, generator=gen, dtype=dtype) * 6 - 3).requires_grad_() if initial_phase else None
+    return r, w, theta
+
+
+def both_paths(tokens, positions, r, w, theta, padding_idx, sparse, loss):
+    """Outputs and parameter gradients of the fused path and of the reference."""
+    params = [p for p in (r, w, theta) if p is not None]
+    results = []
+    for fused in (True, False):
+        if fused:
+            out = complex_order_embedding(tokens, positions, r, w, theta, padding_idx, sparse)
+        else:
+            out = complex_order_embedding_reference(tokens, positions, r, w, theta, padding_idx)
+        grads = torch.autograd.grad(loss(out), params)
+        results.append((out, grads))
+    return results, params
+
+
+def dense(grad):
+    return grad.to_dense() if grad.is_sparse else grad
+
+
+@pytest.mark.parametrize("freq_share,amp_share", list(itertools.product(TABLE, TABLE)))
+@pytest.mark.parametrize("initial_phase", [False, True])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fused_equals_reference_for_every_sharing_scheme(freq_share, amp_share, initial_phase, padding_idx, sparse):
+    torch.manual_seed(3)
+    tokens = torch.randint(0, V, (3, 11))
+    tokens[0, 3] = tokens[2, 10] = 2  # padding tokens (when padding_idx=2), also at the last position
+    upstream = torch.randn(3, 11, D, dtype=torch.complex128)
+    loss = lambda z: (z * upstream.conj()).real.sum()  # noqa: E731
+    for pos_name, pos_shape in POSITIONS.items():
+        positions = torch.rand(pos_shape, dtype=D64) * 40
+        r, w, theta = tables(freq_share, amp_share, initial_phase)
+        ((out, grads), (ref_out, ref_grads)), params = both_paths(tokens, positions, r, w, theta, padding_idx,
+                                                                    sparse, loss)
+        width = max(p.shape[1] for p in (r, w, theta) if p is not None)  # [V, 1] tables only: one dimension
+        assert out.dtype == torch.complex128 and out.shape == (3, 11, width)
+        assert torch.allclose(out, ref_out, atol=1e-12, rtol=0), pos_name
+        for g, ref_g, p in zip(grads, ref_grads, params):
+            assert g.shape == p.shape
+            assert g.is_sparse == (sparse and p.shape[0] == V), pos_name  # shared [1, D] tables stay dense
+            assert torch.allclose(dense(g), ref_g, atol=1e-10, rtol=0), pos_name
+
+
+@pytest.mark.parametrize("loss_name", ["real part", "modulus", "view_as_real", "imag slice"])
+def test_fused_gradients_for_strided_and_broadcast_upstream_gradients(loss_name):
+    """``.sum()`` and slicing hand the backward expanded or strided gradients; results must not change."""
+    loss = {"real part": lambda z: z.real.sum(), "modulus": lambda z: z.abs().sum(),
+            "view_as_real": lambda z: torch.view_as_real(z).sum(), "imag slice": lambda z: z[:, ::2].imag.sum()}
+    tokens = torch.randint(0, V, (3, 11), generator=torch.Generator().manual_seed(1))
+    r, w, theta = tables(None, None, True)
+    ((out, grads), (_, ref_grads)), _ = both_paths(tokens, torch.arange(11, dtype=D64), r, w, theta, 0, False,
+                                                   loss[loss_name])
+    for g, ref_g in zip(grads, ref_grads):
+        assert torch.allclose(g, ref_g, atol=1e-10, rtol=0)
+
+
+def test_int32_tokens_and_float32_tables_match_the_float64_reference():
+    tokens = torch.randint(0, V, (4, 7), generator=torch.Generator().manual_seed(2))
+    tokens[1, 2] = 0
+    r64, w64, t64 = tables(None, "dimension", True)
+    pos = torch.arange(7, dtype=D64) * 13.0  # phases up to ~200 rad
+    r32, w32, t32 = (p.detach().float().requires_grad_() for p in (r64, w64, t64))
+    for sparse in (False, True):
+        out32 = complex_order_embedding(tokens.int(), pos.float(), r32, w32, t32, 0, sparse)
+        ref = complex_order_embedding_reference(tokens, pos, r64, w64, t64, 0)
+        assert out32.dtype == torch.complex64
+        assert torch.allclose(out32.to(torch.complex128), ref, atol=2e-4, rtol=0)
+        g32 = torch.autograd.grad(out32.real.sum() + 2 * out32.imag.sum(), (r32, w32, t32))
+        g64 = torch.autograd.grad(ref.real.sum() + 2 * ref.imag.sum(), (r64, w64, t64))
+        for a, b in zip(g32, g64):
+            assert torch.allclose(dense(a).double(), b, atol=2e-3, rtol=1e-4)
+
+
+def test_sparse_gradients_skip_padding_and_sum_repeated_words_like_nn_embedding():
+    r, w, _ = tables(None, None, False)
+    tokens = torch.tensor([[4, 0, 4, 0, 7]])
+    out = complex_order_embedding(tokens, torch.arange(5, dtype=D64), r, w, None, 0, True)
+    g_r, g_w = torch.autograd.grad(out.real.sum(), (r, w))
+    for g in (g_r, g_w):
+        assert g.is_sparse and g.shape == (V, D)
+        assert 0 not in g._indices().tolist()[0]  # the padding rows are left out, as nn.Embedding does
+        assert sorted(set(g._indices().tolist()[0])) == [4, 7]
+    # word 4 at positions 0 and 2: dRe/dr = cos(w * 0) + cos(w * 2)
+    assert torch.allclose(g_r.to_dense()[4], 1 + torch.cos(2 * w[4]).detach())
+
+
+def test_fused_path_is_once_differentiable():
+    r, w, _ = tables(None, None, False)
+    out = complex_order_embedding(torch.tensor([[1, 2]]), torch.arange(2, dtype=D64), r, w)
+    (g,) = torch.autograd.grad((out.real ** 2).sum(), r, create_graph=True)  # upstream gradient needs grad
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, D64])
+def test_cos_sin_matches_torch_within_float_rounding_and_keeps_nan_for_infinities(dtype):
+    phase = torch.cat((torch.linspace(-5000, 5000, 10001, dtype=dtype), torch.tensor([math.inf, -math.inf, math.nan],
+                                                                                         dtype=dtype)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from NumPy on inf
+        cos, sin = _cos_sin(phase.clone())
+    exact = phase.double()
+    tol = 1e-6 if dtype == torch.float32 else 1e-14
+    finite = exact.isfinite()
+    assert torch.allclose(cos[finite].double(), torch.cos(exact[finite]), atol=tol, rtol=0)
+    assert torch.allclose(sin[finite].double(), torch.sin(exact[finite]), atol=tol, rtol=0)
+    assert cos[~finite].isnan().all() and sin[~finite].isnan().all()
+
+
+def block_form_conv1d(z, a, b, c, d, stride, padding, dilation):
+    """Complex convolution as four real ones: (A*x - B*y + c) + i(B*x + A*y + d)."""
+    x, y = z.real, z.imag
+    conv = lambda inp, wt: F.conv1d(inp, wt, None, stride, padding, dilation)  # noqa: E731
+    real, imag = conv(x, a) - conv(y, b), conv(x, b) + conv(y, a)
+    if c is not None:
+        real, imag = real + c.unsqueeze(-1), imag + d.unsqueeze(-1)
+    return torch.complex(real, imag)
+
+
+@pytest.mark.parametrize("bias", ["none", "separate", "real only"])
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 0, 1), (2, 1, 2)])
+def test_complex_conv1d_equals_the_four_real_convolutions_values_and_gradients(bias, stride, padding, dilation):
+    gen = torch.Generator().manual_seed(4)
+    z = torch.randn(2, 5, 13, dtype=torch.complex128, generator=gen).requires_grad_()
+    a, b = (torch.randn(3, 5, 3, dtype=D64, generator=gen).requires_grad_() for _ in range(2))
+    c = None if bias == "none" else torch.randn(3, dtype=D64, generator=gen).requires_grad_()
+    d = torch.randn(3, dtype=D64, generator=gen).requires_grad_() if bias == "separate" else None
+    out = CF.complex_conv1d(z, a, b, c, d, stride, padding, dilation)
+    ref = block_form_conv1d(z, a, b, c, d if bias == "separate" else c, stride, padding, dilation)
+    assert torch.allclose(out, ref, atol=1e-12)
+    upstream = torch.randn(ref.shape, dtype=torch.complex128, generator=gen)
+    params = [p for p in (z, a, b, c, d) if p is not None]
+    got = torch.autograd.grad((out * upstream.conj()).real.sum(), params)
+    want = torch.autograd.grad((ref * upstream.conj()).real.sum(), params)
+    for g, h in zip(got, want):
+        assert torch.allclose(g, h, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- the benchmark
+
+
+def test_appendix_c_baseline_computes_eq5_with_positions_from_one_and_wrapped_phases():
+    speed = load_speed()
+    torch.manual_seed(0)
+    emb = speed.AppendixCEmbedding(V, D).double()
+    tokens = torch.randint(0, V, (2, 5))
+    theta = emb.initial_phase_emb.weight.detach() % (2 * math.pi)
+    re, im = emb(tokens)
+    ref = complex_order_embedding_reference(tokens, torch.arange(1, 6, dtype=D64), emb.word_emb.weight.detach(),
+                                            emb.frequency_emb.weight.detach(), theta)
+    assert torch.allclose(torch.complex(re, im), ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--benchmarks", "embedding,speed"], "unknown benchmark 'speed'; valid benchmarks: embedding, layers, epoch, memory"),
+    (["--shapes", "32x50,64x64"], "unknown shape '64x64'; valid shapes: 32x50, 16x512"),
+    (["--dims", "256"], "unknown dim '256'; valid dims: 300, 512"),
+    (["--vocabs", "20000,1000"], "unknown vocab '1000'; valid vocabs: 20000, 270000"),
+    (["--models", "gru"], "unknown model 'gru'; valid models: fasttext, cnn, lstm, transformer"),
+    (["--layers", "lstm"], "unknown layer 'lstm'; valid layers: linear, conv, attention"),
+    (["--benchmarks", ","], "no benchmark given; valid benchmarks: embedding, layers, epoch, memory"),
+    (["--rounds", "0"], "--rounds must be at least 1, got 0"),
+])
+def test_benchmark_runner_rejects_unknown_names_with_the_valid_ones(argv, message, capsys, tmp_path):
+    speed = load_speed()
+    with pytest.raises(ValueError) as err:
+        speed.parse_args(argv)
+    assert str(err.value) == message
+    out = tmp_path / "speed.md"
+    assert speed.main([*argv, "--out", str(out)]) == 2  # the command line: one-line error, nothing run
+    assert capsys.readouterr().err.strip() == f"speed.py: error: {message}"
+    assert not out.exists()
+
+
+def test_benchmark_runner_accepts_the_issue_grid():
+    args = load_speed().parse_args(["--shapes", "16x512", "--dims", "300,512", "--vocabs", "270000"])
+    assert args.shapes == ["16x512"] and args.dims == [300, 512] and args.vocabs == [270000]
+    assert args.benchmarks == ["embedding", "layers", "epoch", "memory"]
