@@ -79,12 +79,32 @@ def test_unknown_architecture_lists_the_valid_ones():
         build_classifier("rnn", co.build_embedding("none", 5, 2), 2)
 
 
-def test_frequencies_and_phases_are_not_weight_decayed():
+def test_weight_decay_skips_the_embedding_and_every_angle():
     model = make("fasttext", "complex-order")
     decayed, free = parameter_groups(model, 1e-3)
     names = {id(p): n for n, p in model.named_parameters()}
-    assert {names[id(p)] for p in free["params"]} == {"embedding.frequency"}
+    assert {names[id(p)] for p in free["params"]} == {"embedding.frequency", "embedding.amplitude"}
     assert free["weight_decay"] == 0.0 and decayed["weight_decay"] == 1e-3
+    assert {names[id(p)] for p in decayed["params"]} == {"hidden.weight_real", "hidden.weight_imag", "hidden.bias_real",
+                                                         "hidden.bias_imag", "output.weight", "output.bias"}
+    wrapper = torch.nn.ModuleDict({"enc": co.ComplexOrderEmbedding(5, 2), "out": torch.nn.Linear(2, 2)})
+    decayed, free = parameter_groups(wrapper, 1e-3)  # no `.embedding`: angles still found by name
+    assert [p.shape for p in free["params"]] == [torch.Size([5, 2])] and len(decayed["params"]) == 3
+
+
+def test_sparse_embeddings_train_with_sparse_adam_and_match_dense_gradients():
+    from complexorder.experiments.training import make_optimizers
+
+    torch.manual_seed(0)
+    emb = co.build_embedding("complex-order", 24, 8, padding_idx=0, sparse=True)
+    model = build_classifier("fasttext", emb, 2, hidden=4)
+    opts = make_optimizers(model, 1e-2, 0.0)
+    assert [type(o).__name__ for o in opts] == ["Adam", "SparseAdam"]
+    assert {id(p) for p in opts[1].param_groups[0]["params"]} == {id(emb.amplitude), id(emb.frequency)}
+    data = word_order_task(32, seed=0)
+    before = emb.frequency.detach().clone()
+    train_classifier(model, data, None, epochs=1, batch_size=16, lr=1e-2, progress=False)
+    assert not torch.equal(before, emb.frequency)
 
 
 def test_word_order_task_defeats_bag_of_words_and_is_learned_with_positions():

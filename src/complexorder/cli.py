@@ -14,8 +14,11 @@ import sys
 #: subcommand -> module defining ``register(subparsers)``; imported only when needed.
 COMMANDS: dict[str, str] = {
     "demo": "complexorder.experiments.demo_cli",
-    "lm": "complexorder.experiments.language_model_cli",
+    "classify": "complexorder.experiments.classification_cli",
+    "vectors": "complexorder.experiments.classification_cli",
+    "download": "complexorder.experiments.classification_cli",
     "translate": "complexorder.experiments.translation_cli",
+    "lm": "complexorder.experiments.language_model_cli",
 }
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError, KeyError,
@@ -33,8 +36,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     # Register only the command asked for (fast start-up), or all of them for --help.
     wanted = [a for a in (argv or []) if not a.startswith("-")][:1]
     names = wanted if wanted and wanted[0] in COMMANDS else list(COMMANDS)
-    for name in names:
-        importlib.import_module(COMMANDS[name]).register(sub)
+    for module in dict.fromkeys(COMMANDS[name] for name in names):  # a module may register several commands
+        importlib.import_module(module).register(sub)
     return parser
 
 

@@ -21,7 +21,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "read_toml"]
+__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "read_toml", "find_config",
+           "builtin_configs"]
 
 T = TypeVar("T")
 
@@ -137,3 +138,21 @@ def apply_overrides(config: T, overrides: dict[str, Any]) -> T:
         return config
     merged = {**config_to_dict(config), **overrides}
     return config_from_dict(merged, type(config), where="overrides")
+
+
+def builtin_configs(task: str) -> list[str]:
+    """Names of the configs shipped in ``complexorder/configs/<task>/``."""
+    folder = Path(__file__).parent / "configs" / task
+    return sorted(p.stem for p in folder.glob("*.toml"))
+
+
+def find_config(name_or_path: str | Path, task: str) -> Path:
+    """A config file path: an existing path as given, else the built-in ``configs/<task>/<name>.toml``."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    builtin = Path(__file__).parent / "configs" / task / f"{path.stem}.toml"
+    if path.parent == Path(".") and builtin.is_file():
+        return builtin
+    raise FileNotFoundError(f"config {name_or_path} not found: give a TOML file path or one of the built-in "
+                            f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")

@@ -194,6 +194,10 @@ class WordEmbedding(nn.Module):
             with torch.no_grad():
                 self.weight[self.padding_idx].zero_()
 
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """The parameters that receive sparse gradients (``sparse=True``): the word table."""
+        return [self.weight] if self.sparse else []
+
     def load_word_vectors(self, vectors: Tensor) -> None:
         """Copy a pretrained ``[V, D]`` matrix into the word table (padding row re-zeroed)."""
         vectors = _check_matrix("vectors", vectors, (self.num_embeddings, self.embedding_dim))
@@ -425,6 +429,16 @@ class ComplexOrderEmbedding(nn.Module):
                 if table is not None and table.shape[0] != 1:
                     table[self.padding_idx].zero_()
 
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """The parameters that receive sparse gradients (``sparse=True``): the per-word tables.
+
+        Word-shared ``[1, D]`` tables always get dense gradients. Optimise the sparse ones with
+        ``torch.optim.SparseAdam`` (or SGD/Adagrad) and everything else with a dense optimiser.
+        """
+        if not self.sparse:
+            return []
+        return [p for p in (self.amplitude, self.frequency, self.initial_phase) if p is not None and p.shape[0] != 1]
+
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
         pos = _resolve_positions(tokens, positions, self.amplitude.dtype)
@@ -493,6 +507,10 @@ class ComplexVanillaEmbedding(nn.Module):
         if self.padding_idx is not None:
             self.amplitude[self.padding_idx].zero_()
             self.phase[self.padding_idx].zero_()
+
+    def sparse_parameters(self) -> list[nn.Parameter]:
+        """The parameters that receive sparse gradients (``sparse=True``)."""
+        return [self.amplitude, self.phase] if self.sparse else []
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)

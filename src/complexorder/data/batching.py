@@ -43,12 +43,29 @@ def pad_batch(sequences: list[Tensor], pad_id: int = 0, min_length: int = 1) -> 
 
 
 def iterate_batches(data: EncodedDataset, batch_size: int, *, shuffle: bool = False,
-                    generator: torch.Generator | None = None, pad_id: int = 0,
-                    min_length: int = 1) -> Iterator[tuple[Tensor, Tensor]]:
-    """Yield ``(tokens [B, L], labels [B])``; shuffled with ``generator`` when ``shuffle``."""
+                    generator: torch.Generator | None = None, pad_id: int = 0, min_length: int = 1,
+                    bucket: bool = False, bucket_batches: int = 50) -> Iterator[tuple[Tensor, Tensor]]:
+    """Yield ``(tokens [B, L], labels [B])``, every example exactly once.
+
+    ``shuffle`` draws a random order from ``generator``. ``bucket`` groups examples of similar length
+    to cut padding: the (shuffled) order is cut into chunks of ``bucket_batches`` batches, each chunk
+    is sorted by length and cut into batches, and the batches are shuffled (when ``shuffle``).
+    """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     order = torch.randperm(len(data), generator=generator) if shuffle else torch.arange(len(data))
-    for start in range(0, len(data), batch_size):
-        idx = order[start : start + batch_size].tolist()
+    batches = []
+    if bucket:
+        lengths = torch.tensor([len(s) for s in data.sequences])
+        chunk = batch_size * bucket_batches
+        for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            part = part[torch.sort(lengths[part], stable=True).indices]
+            batches.extend(part[i : i + batch_size] for i in range(0, len(part), batch_size))
+        if shuffle:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    else:
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    for idx in batches:
+        idx = idx.tolist()
         yield pad_batch([data.sequences[i] for i in idx], pad_id, min_length), data.labels[idx]

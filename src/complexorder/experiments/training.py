@@ -17,10 +17,10 @@ from tqdm.auto import tqdm
 
 from ..data.batching import EncodedDataset, iterate_batches
 
-__all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "count_parameters"]
+__all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
+           "count_parameters"]
 
-#: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise
-#: (the paper notes omega "cannot be directly regularized with L2-norm penalties").
+#: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
 
 
@@ -29,16 +29,36 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Two Adam groups: decayed, and periodic embedding parameters (frequency/phase) undecayed."""
+    """Adam groups: the layers after the embedding with L2 ``weight_decay``; ``model.embedding`` (if
+    any) and every frequency/phase parameter (wherever it is) without.
+
+    The authors' code applies L2 to the output layer only, and for frequencies and phases (angles)
+    L2 is meaningless (the paper: omega "cannot be directly regularized with L2-norm penalties").
+    Embedding tables with sparse gradients are left out: they go to ``SparseAdam``.
+    """
+    embedding = getattr(model, "embedding", None)
+    sparse = {id(p) for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])}
+    embedding_ids = {id(p) for p in embedding.parameters()} if embedding is not None else set()
     decay, no_decay = [], []
     for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if name.rsplit(".", 1)[-1] in PERIODIC_PARAMETER_NAMES else decay).append(p)
+        if p.requires_grad and id(p) not in sparse:
+            free = id(p) in embedding_ids or name.rsplit(".", 1)[-1] in PERIODIC_PARAMETER_NAMES
+            (no_decay if free else decay).append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}]
     if no_decay:
         groups.append({"params": no_decay, "weight_decay": 0.0})
     return groups
+
+
+def make_optimizers(model: nn.Module, lr: float, weight_decay: float) -> list[torch.optim.Optimizer]:
+    """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any)."""
+    embedding = getattr(model, "embedding", None)
+    sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
+              if p.requires_grad]
+    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(parameter_groups(model, weight_decay), lr=lr)]
+    if sparse:
+        optimizers.append(torch.optim.SparseAdam(sparse, lr=lr))
+    return optimizers
 
 
 @torch.no_grad()
@@ -47,7 +67,8 @@ def evaluate_accuracy(model: nn.Module, data: EncodedDataset, batch_size: int = 
     was_training = model.training
     model.eval()
     correct = 0
-    for tokens, labels in iterate_batches(data, batch_size, min_length=min_length):
+    for tokens, labels in iterate_batches(data, batch_size, min_length=min_length, bucket=True,
+                                          bucket_batches=len(data)):
         correct += (model(tokens).argmax(-1) == labels).sum().item()
     model.train(was_training)
     return correct / max(1, len(data))
@@ -64,9 +85,13 @@ class TrainResult:
 
 def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDataset | None, *, epochs: int,
                      batch_size: int, lr: float, weight_decay: float = 0.0, seed: int = 0, patience: int | None = None,
-                     min_length: int = 1, clip_norm: float | None = 5.0, progress: bool = True,
+                     min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
                      desc: str = "train") -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
+
+    Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
+    gradient clipping (``clip_norm`` applies to the dense gradients). ``bucket`` batches examples of
+    similar length together (see :func:`iterate_batches`).
 
     Without ``dev`` the last epoch is kept. ``patience`` stops after that many epochs without a
     better dev accuracy. ``seconds_per_epoch`` counts training steps only (no evaluation).
@@ -74,7 +99,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(parameter_groups(model, weight_decay), lr=lr)
+    optimizers = make_optimizers(model, lr, weight_decay)
     best_acc, best_epoch, best_state = -1.0, 0, None
     history, train_seconds = [], 0.0
     steps_per_epoch = math.ceil(len(train) / batch_size)
@@ -85,13 +110,16 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
         start = time.perf_counter()
         total_loss, seen = 0.0, 0
         for tokens, labels in iterate_batches(train, batch_size, shuffle=True, generator=generator,
-                                              min_length=min_length):
+                                              min_length=min_length, bucket=bucket):
             loss = F.cross_entropy(model(tokens), labels)
-            optimizer.zero_grad(set_to_none=True)
+            for optimizer in optimizers:
+                optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if clip_norm:
-                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-            optimizer.step()
+                nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None and not p.grad.is_sparse],
+                                         clip_norm)
+            for optimizer in optimizers:
+                optimizer.step()
             total_loss += loss.item() * len(labels)
             seen += len(labels)
             bar.update(1)

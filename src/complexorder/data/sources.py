@@ -1,0 +1,94 @@
+"""Where the classification data sets come from, for ``complexorder download`` (network needed).
+
+Every file is checked against the SHA-256 of the reference copy (``DATASETS[...].sha256``); a
+mismatch is an error and nothing is written (``--skip-checksum`` keeps the file anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checkpoint import atomic_write_bytes
+from .classification import DATASETS
+from .download import fetch, sha256_of
+
+__all__ = ["SOURCES", "download_dataset"]
+
+
+@dataclass(frozen=True)
+class Source:
+    url: str
+    archive: str | None  # "tar.gz", "zip" or None (a plain file)
+    members: dict  # target file name -> member path inside the archive (or "" for a plain file)
+    strip_header: bool = False
+
+
+CORNELL = "https://www.cs.cornell.edu/people/pabo/movie-review-data"
+SENTEVAL = "https://dl.fbaipublicfiles.com/senteval/senteval_data/datasmall_NB_ACL12.zip"
+KIM_DATA = "https://raw.githubusercontent.com/harvardnlp/sent-conv-torch/master/data"
+TREC_URL = "https://cogcomp.seas.upenn.edu/Data/QA/QC"
+
+SOURCES: dict[str, list[Source]] = {
+    "MR": [Source(f"{CORNELL}/rt-polaritydata.tar.gz", "tar.gz", {
+        "rt-polarity.pos": "rt-polaritydata/rt-polarity.pos", "rt-polarity.neg": "rt-polaritydata/rt-polarity.neg"})],
+    "SUBJ": [Source(f"{CORNELL}/rotten_imdb.tar.gz", "tar.gz", {
+        "subj.subjective": "quote.tok.gt9.5000", "subj.objective": "plot.tok.gt9.5000"})],
+    "CR": [Source(SENTEVAL, "zip", {"custrev.pos": "data/customerr/custrev.pos",
+                                    "custrev.neg": "data/customerr/custrev.neg"})],
+    "MPQA": [Source(SENTEVAL, "zip", {"mpqa.pos": "data/mpqa/mpqa.pos", "mpqa.neg": "data/mpqa/mpqa.neg"})],
+    "SST2": [Source(f"{KIM_DATA}/stsa.binary.dev", None, {"stsa.binary.dev": ""}),
+             Source(f"{KIM_DATA}/stsa.binary.test", None, {"stsa.binary.test": ""}),
+             Source("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip", "zip",
+                    {"phrases.train.tsv": "SST-2/train.tsv"}, strip_header=True)],
+    "TREC": [Source(f"{TREC_URL}/train_5500.label", None, {"train_5500.label": ""}),
+             Source(f"{TREC_URL}/TREC_10.label", None, {"TREC_10.label": ""})],
+}
+
+
+def _extract(blob: bytes, source: Source, member: str) -> bytes:
+    if source.archive is None:
+        return blob
+    try:
+        if source.archive == "zip":
+            with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+                return zf.read(member)
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tf:
+            fh = tf.extractfile(member)
+            if fh is None:
+                raise KeyError(member)
+            return fh.read()
+    except KeyError:
+        raise ValueError(f"{source.url} has no member {member!r}; the upstream archive has changed") from None
+
+
+def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=print) -> list[Path]:
+    """Fetch data set ``name`` into ``<data_dir>/classification/<name>/`` (files already present and valid are kept)."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(SOURCES)}")
+    spec = DATASETS[name]
+    folder = Path(data_dir) / "classification" / name
+    cache = Path(data_dir) / "downloads"
+    written = []
+    for source in SOURCES[name]:
+        targets = {t: m for t, m in source.members.items()
+                   if not ((folder / t).is_file() and sha256_of(folder / t) == spec.sha256.get(t))}
+        if not targets:
+            continue
+        log(f"downloading {source.url}")
+        blob = fetch(source.url, cache / Path(source.url).name).read_bytes()
+        for target, member in targets.items():
+            data = _extract(blob, source, member)
+            if source.strip_header:
+                data = data.split(b"\n", 1)[1] if b"\n" in data else b""
+            got = hashlib.sha256(data).hexdigest()
+            if verify and got != spec.sha256.get(target):
+                raise ValueError(f"checksum mismatch for {name}/{target} from {source.url}: expected sha256 "
+                                 f"{spec.sha256.get(target)}, got {got}; not saved (use --skip-checksum to keep it)")
+            atomic_write_bytes(folder / target, data)
+            written.append(folder / target)
+    return written

@@ -1,0 +1,132 @@
+"""Word vectors with gensim: train skip-gram word2vec on unlabeled text, load, and align to a vocabulary.
+
+The paper initialises amplitudes (and the real baselines' word vectors) from the 300-d GoogleNews
+word2vec vectors. Those are not on these machines, so ``complexorder vectors train`` trains 300-d
+skip-gram vectors on the unlabeled sentences at hand instead; every result records the file used.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from .classification import DATASETS, load_dataset
+from .text import kim_tokenize, read_lines
+from .vocab import Vocabulary
+
+__all__ = ["unlabeled_sentences", "train_word2vec", "load_word_vectors", "vectors_for_vocabulary",
+           "VECTOR_FORMATS"]
+
+VECTOR_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove")
+MULTI30K_ENGLISH = ("train.en", "val.en", "test2016.en")
+
+
+def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = tuple(DATASETS),
+                        include_multi30k: bool = True) -> list[list[str]]:
+    """Kim-tokenised sentences of every part of ``datasets`` (labels unused) and of Multi30k's English side.
+
+    Test sentences are included, as unlabeled text only (the issue's default corpus); no label is read.
+    """
+    sentences: list[list[str]] = []
+    for name in datasets:
+        data = load_dataset(name, data_dir)
+        for texts in data.texts.values():
+            sentences.extend(t for t in texts if t)
+    if include_multi30k:
+        folder = Path(data_dir) / "translation" / "multi30k"
+        for filename in MULTI30K_ENGLISH:
+            path = folder / filename
+            if not path.is_file():
+                raise FileNotFoundError(f"missing data file {filename} (expected at {path}); pass "
+                                        "--no-multi30k to train on the classification sentences only")
+            sentences.extend(t for t in (kim_tokenize(line) for line in read_lines(path)) if t)
+    return sentences
+
+
+def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
+                   min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 2):
+    """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors."""
+    from gensim.models import Word2Vec
+
+    if not sentences:
+        raise ValueError("no sentences to train word vectors on")
+    logging.getLogger("gensim").setLevel(logging.WARNING)
+    model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
+                     negative=negative, epochs=epochs, seed=seed, workers=workers)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        model.wv.save_word2vec_format(tmp, binary=False)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return model.wv
+
+
+def _sniff_format(path: Path) -> str:
+    with path.open("rb") as fh:
+        head = fh.readline()
+        second = fh.read(4096)
+    try:
+        first = head.decode("utf-8").split()
+    except UnicodeDecodeError:
+        first = []
+    if len(first) == 2 and all(f.isdigit() for f in first):
+        try:
+            second.decode("utf-8")
+            return "word2vec-text"
+        except UnicodeDecodeError:
+            return "word2vec-binary"
+    if len(first) > 2:
+        return "glove"
+    raise ValueError(f"vectors file {path}: cannot tell its format from the first line; expected word2vec "
+                     "('<count> <dim>' header) or GloVe ('<word> <v1> <v2> ...'); pass --vectors-format")
+
+
+def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | None = None):
+    """Load word vectors with gensim ``KeyedVectors`` (word2vec binary/text, or GloVe text without header)."""
+    from gensim.models import KeyedVectors
+
+    path = Path(path)
+    if fmt not in VECTOR_FORMATS:
+        raise ValueError(f"vectors format {fmt!r} unknown; valid formats: {', '.join(VECTOR_FORMATS)}")
+    if not path.is_file():
+        raise FileNotFoundError(f"vectors file {path} does not exist; create one with `complexorder vectors train`")
+    if fmt == "auto":
+        fmt = _sniff_format(path)
+    try:
+        kv = KeyedVectors.load_word2vec_format(str(path), binary=fmt == "word2vec-binary", no_header=fmt == "glove",
+                                               unicode_errors="replace")
+    except Exception as exc:  # noqa: BLE001 - gensim raises ValueError/EOFError/UnicodeError/...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}") from None
+    if expected_dim is not None and kv.vector_size != expected_dim:
+        raise ValueError(f"vectors file {path} has dimension {kv.vector_size}, expected {expected_dim} "
+                         "(the embedding dimension)")
+    return kv
+
+
+def vectors_for_vocabulary(kv, vocab: Vocabulary, *, seed: int = 0, scale: float = 0.25) -> tuple[torch.Tensor, float]:
+    """``[len(vocab), dim]`` matrix: known words from ``kv``, others ``U(-scale, scale)`` (Kim 2014), padding 0.
+
+    Returns the matrix and the fraction of vocabulary words (padding/unknown excluded) found in ``kv``.
+    """
+    dim = kv.vector_size
+    g = torch.Generator().manual_seed(seed)
+    matrix = (torch.rand(len(vocab), dim, generator=g) * 2 - 1) * scale
+    matrix[vocab.pad_id] = 0.0
+    found = 0
+    for index, word in enumerate(vocab.itos[2:], start=2):
+        if word in kv.key_to_index:
+            matrix[index] = torch.from_numpy(kv[word].copy())
+            found += 1
+    return matrix, found / max(1, len(vocab) - 2)

@@ -1,0 +1,269 @@
+"""The text-classification grid (paper Sec. 3.1, Table 2): datasets x models x embedding variants x folds/seeds.
+
+A *unit* is one training run: (dataset, model, variant, split), where the split is ``fold-K``
+(10-fold CV data sets) or ``seed-S`` (SST2, TREC). Each finished unit is appended as one JSON
+line to the results file (config, seed, vectors, scores, seconds per epoch, parameters), so an
+interrupted grid loses no finished result and a re-run skips what is done.
+
+The Table 4 ablation uses the same runner: its rows are *variants* (an embedding name plus
+options such as ``frequency_sharing`` and the model's ``share_weights``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from .. import __version__
+from ..checkpoint import append_jsonl, read_jsonl, save_checkpoint
+from ..config import config_to_dict
+from ..data.batching import EncodedDataset
+from ..data.classification import DATASETS, load_dataset, make_split, split_ids
+from ..data.paths import resolve_data_dir
+from ..data.vectors import load_word_vectors, vectors_for_vocabulary
+from ..data.vocab import Vocabulary
+from ..embeddings import EMBEDDINGS, build_embedding
+from ..models import CLASSIFIERS, build_classifier
+from .training import count_parameters, evaluate_accuracy, train_classifier
+
+__all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
+           "build_model_from_config", "unit_key"]
+
+
+@dataclass
+class ModelSettings:
+    """Hyper-parameters of one architecture (the paper's pool: batch {32,64,128}, lr {1e-3,1e-4,1e-5},
+    L2 {0,1e-3,1e-4}, hidden {120,128}, filters {64,128}).
+
+    ``sparse_embeddings`` trains the embedding tables with sparse gradients and ``SparseAdam`` (a lazy
+    Adam that updates only the rows of the words in the batch; 2-4x faster epochs on CPU).
+    ``weight_decay`` (L2) applies to the layers after the embedding, as in the authors' code.
+    """
+
+    embedding_dim: int = 300
+    pretrained: bool = True
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    dropout: float = 0.5
+    epochs: int = 10
+    patience: int = 3
+    hidden: int = 128
+    filters: int = 128
+    filter_sizes: tuple[int, ...] = (3, 4, 5)
+    nhead: int = 8
+    dim_feedforward: int = 512
+    num_layers: int = 1
+    share_weights: bool = False
+    sparse_embeddings: bool = True
+
+    def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
+        if architecture == "fasttext":
+            return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
+        if architecture == "cnn":
+            return {"filters": self.filters, "filter_sizes": tuple(self.filter_sizes), "dropout": self.dropout,
+                    "share_weights": share_weights}
+        if architecture == "lstm":
+            return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
+        return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
+                "dropout": self.dropout, "share_weights": share_weights}
+
+
+@dataclass
+class Variant:
+    """A row of the table: an embedding of the family with options, and the model's weight sharing."""
+
+    label: str
+    embedding: str
+    options: dict = field(default_factory=dict)
+    share_weights: bool | None = None
+
+
+def _transformer_settings() -> ModelSettings:
+    return ModelSettings(embedding_dim=256, pretrained=False, dropout=0.1, dim_feedforward=512, nhead=8)
+
+
+@dataclass
+class GridConfig:
+    """A whole grid; every field can be set in a TOML file (unknown keys are rejected)."""
+
+    name: str = "table2"
+    datasets: list[str] = field(default_factory=lambda: list(DATASETS))
+    models: list[str] = field(default_factory=lambda: list(CLASSIFIERS))
+    embeddings: list[str] = field(default_factory=lambda: list(EMBEDDINGS))
+    variants: list[Variant] = field(default_factory=list)
+    folds: list[int] = field(default_factory=lambda: list(range(10)))
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    vectors: str | None = None
+    vectors_format: str = "auto"
+    data_dir: str | None = None
+    results: str = "runs/classify/results.jsonl"
+    checkpoint_dir: str | None = None
+    fasttext: ModelSettings = field(default_factory=ModelSettings)
+    cnn: ModelSettings = field(default_factory=ModelSettings)
+    lstm: ModelSettings = field(default_factory=ModelSettings)
+    transformer: ModelSettings = field(default_factory=_transformer_settings)
+
+    def resolved_variants(self) -> list[Variant]:
+        return self.variants or [Variant(name, name) for name in self.embeddings]
+
+    def validate(self) -> None:
+        for name in self.datasets:
+            if name not in DATASETS:
+                raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+        for name in self.models:
+            if name not in CLASSIFIERS:
+                raise ValueError(f"unknown model {name!r}; valid names: {', '.join(CLASSIFIERS)}")
+        for v in self.resolved_variants():
+            if v.embedding not in EMBEDDINGS:
+                raise ValueError(f"unknown embedding {v.embedding!r}; valid names: {', '.join(EMBEDDINGS)}")
+        labels = [v.label for v in self.resolved_variants()]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"variant labels must be unique, got {labels}")
+
+
+@dataclass
+class Unit:
+    dataset: str
+    model: str
+    variant: Variant
+    split: str
+
+    @property
+    def seed(self) -> int:
+        kind, number = self.split.split("-", 1)
+        return int(number) + 1 if kind == "fold" else int(number)
+
+
+def unit_config(grid: GridConfig, unit: Unit) -> dict:
+    """Everything that determines a unit's result (hashed to recognise finished units)."""
+    settings: ModelSettings = getattr(grid, unit.model)
+    share = settings.share_weights if unit.variant.share_weights is None else unit.variant.share_weights
+    return {
+        "dataset": unit.dataset, "model": unit.model, "split": unit.split, "seed": unit.seed,
+        "variant": config_to_dict(unit.variant), "embedding": unit.variant.embedding,
+        "embedding_options": dict(unit.variant.options), "share_weights": share,
+        "settings": config_to_dict(settings),
+        "vectors": grid.vectors if settings.pretrained else None,
+    }
+
+
+def unit_key(record: dict) -> tuple:
+    return (record["dataset"], record["model"], record["variant"], record["split"], record["config_hash"])
+
+
+def _hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def plan_units(grid: GridConfig) -> list[Unit]:
+    grid.validate()
+    return [Unit(d, m, v, s) for d in grid.datasets for m in grid.models for v in grid.resolved_variants()
+            for s in split_ids(d, grid.folds, grid.seeds)]
+
+
+def build_model_from_config(config: dict, vocab_size: int, num_classes: int, max_positions: int,
+                            pretrained: torch.Tensor | None = None) -> torch.nn.Module:
+    """The classifier a unit config describes (used by training and by ``complexorder inspect``)."""
+    settings = config["settings"]
+    embedding = build_embedding(config["embedding"], vocab_size, settings["embedding_dim"], padding_idx=0,
+                                pretrained=pretrained, max_positions=max_positions,
+                                sparse=settings.get("sparse_embeddings", False), **config["embedding_options"])
+    options = ModelSettings(**{k: (tuple(v) if k == "filter_sizes" else v) for k, v in settings.items()})
+    return build_classifier(config["model"], embedding, num_classes,
+                            **options.model_options(config["model"], config["share_weights"]))
+
+
+class _Cache:
+    """Per-process cache of loaded data sets and word vectors."""
+
+    def __init__(self, data_dir: Path, vectors_format: str) -> None:
+        self.data_dir, self.vectors_format = data_dir, vectors_format
+        self.datasets: dict[str, Any] = {}
+        self.vectors: dict[tuple[str, int], Any] = {}
+
+    def dataset(self, name: str):
+        if name not in self.datasets:
+            self.datasets[name] = load_dataset(name, self.data_dir)
+        return self.datasets[name]
+
+    def word_vectors(self, path: str, dim: int):
+        if (path, dim) not in self.vectors:
+            self.vectors[(path, dim)] = load_word_vectors(path, self.vectors_format, expected_dim=dim)
+        return self.vectors[(path, dim)]
+
+
+def _encode(vocab: Vocabulary, part) -> EncodedDataset:
+    texts, labels = part
+    return EncodedDataset([vocab.encode(t) for t in texts], torch.tensor(labels, dtype=torch.long))
+
+
+def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True) -> dict:
+    """Train and test one unit; return its result record."""
+    config = unit_config(grid, unit)
+    settings: ModelSettings = getattr(grid, unit.model)
+    data = cache.dataset(unit.dataset)
+    split = make_split(data, unit.split)
+    vocab = Vocabulary.from_texts(split.train[0])
+    train, dev, test = (_encode(vocab, p) for p in (split.train, split.dev, split.test))
+    pretrained, vectors_info = None, None
+    if settings.pretrained and grid.vectors:
+        kv = cache.word_vectors(grid.vectors, settings.embedding_dim)
+        pretrained, coverage = vectors_for_vocabulary(kv, vocab, seed=unit.seed)
+        vectors_info = {"path": grid.vectors, "coverage": round(coverage, 4)}
+    torch.manual_seed(unit.seed)
+    model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
+    min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1
+    result = train_classifier(model, train, dev, epochs=settings.epochs, batch_size=settings.batch_size,
+                              lr=settings.lr, weight_decay=settings.weight_decay, seed=unit.seed,
+                              patience=settings.patience, min_length=min_length, progress=progress,
+                              desc=f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}")
+    test_acc = evaluate_accuracy(model, test, min_length=min_length)
+    record = {
+        "grid": grid.name, "dataset": unit.dataset, "model": unit.model, "variant": unit.variant.label,
+        "embedding": unit.variant.embedding, "split": unit.split, "seed": unit.seed,
+        "test_accuracy": test_acc, "dev_accuracy": result.best_dev_accuracy, "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run, "seconds_per_epoch": round(result.seconds_per_epoch, 3),
+        "parameters": count_parameters(model), "vocab_size": len(vocab), "train_size": len(train),
+        "vectors": vectors_info if settings.pretrained else "none (random init)",
+        "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
+        "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    if grid.checkpoint_dir:
+        name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
+        save_checkpoint(Path(grid.checkpoint_dir) / f"{name}.pt", "classifier", model.state_dict(), config,
+                        vocab=vocab.itos, label_names=list(data.label_names), max_positions=data.max_length(),
+                        test_accuracy=test_acc)
+    return record
+
+
+def run_grid(grid: GridConfig, progress: bool = True, log=print) -> list[dict]:
+    """Run every unit of ``grid`` not yet in its results file; append each result as it finishes."""
+    units = plan_units(grid)
+    cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format)
+    results_path = Path(grid.results)
+    done = {unit_key(r) for r in read_jsonl(results_path, warn=log) if "config_hash" in r}
+    todo = []
+    for unit in units:
+        key = (unit.dataset, unit.model, unit.variant.label, unit.split, _hash(unit_config(grid, unit)))
+        if key not in done:
+            todo.append(unit)
+    log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
+    if todo and any(getattr(grid, u.model).pretrained for u in todo) and not grid.vectors:
+        log("note: no word vectors configured (vectors = ...); pretrained models start from random vectors")
+    records = []
+    for unit in tqdm(todo, desc=f"{grid.name} units", disable=not progress, dynamic_ncols=True):
+        record = run_unit(grid, unit, cache, progress)
+        append_jsonl(results_path, record)
+        records.append(record)
+        log(f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}: test {record['test_accuracy']:.4f} "
+            f"(dev {record['dev_accuracy']:.4f}, epoch {record['best_epoch']}, {record['seconds_per_epoch']:.1f} s/epoch)")
+    return records

@@ -1,0 +1,140 @@
+"""``complexorder classify``, ``complexorder vectors`` and ``complexorder download``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ..config import find_config, load_config
+from ..data.classification import DATASETS
+from ..data.paths import resolve_data_dir
+from .classification import GridConfig, plan_units, run_grid
+
+
+def parse_names(text: str | None, valid, what: str) -> list[str] | None:
+    """``"a,b"`` -> ``["a", "b"]``, each checked against ``valid``."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in valid:
+            raise ValueError(f"--{what}: unknown name {n!r}; valid names: {', '.join(valid)}")
+    return names
+
+
+def parse_ints(text: str | None, what: str) -> list[int] | None:
+    """``"0-4"`` or ``"1,3,5"`` (or a mix) -> a list of integers."""
+    if text is None:
+        return None
+    values: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
+                values.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                values.append(int(part))
+    except ValueError:
+        raise ValueError(f"--{what}: expected integers like '0-4' or '1,3,5', got {text!r}") from None
+    return values
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("classify", help="run the text-classification grid (paper Table 2); resumable",
+                       description="Train and test every (dataset, model, embedding, fold/seed) unit of a grid config "
+                                   "not yet in its results file; each finished unit is appended as one JSON line.")
+    p.add_argument("--config", default="table2", help="grid TOML file or built-in name (default: table2)")
+    p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
+    p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
+    p.add_argument("--embeddings", help="subset of variant labels or embedding names")
+    p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
+    p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
+    p.add_argument("--epochs", type=int, help="override the epochs of every model")
+    p.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
+    p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors")
+    p.add_argument("--results", help="results JSON-lines file")
+    p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
+    p.add_argument("--dry-run", action="store_true", help="list the units and exit")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run_classify)
+
+    v = sub.add_parser("vectors", help="word vectors: `vectors train` trains 300-d skip-gram word2vec with gensim")
+    vsub = v.add_subparsers(dest="action", metavar="ACTION")
+    vsub.required = True
+    t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets")
+    t.add_argument("--data-dir")
+    t.add_argument("--out", default="vectors/sg300.txt", help="output file (word2vec text format)")
+    t.add_argument("--dim", type=int, default=300)
+    t.add_argument("--epochs", type=int, default=5)
+    t.add_argument("--min-count", type=int, default=1)
+    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--no-multi30k", action="store_true", help="leave out the English side of Multi30k")
+    t.set_defaults(func=run_vectors_train)
+
+    d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")
+    d.add_argument("--datasets", default=",".join(DATASETS))
+    d.add_argument("--data-dir")
+    d.add_argument("--skip-checksum", action="store_true", help="keep files whose SHA-256 differs from the reference")
+    d.set_defaults(func=run_download)
+
+
+def load_grid(args: argparse.Namespace) -> GridConfig:
+    grid = load_config(find_config(args.config, "classification"), GridConfig)
+    changes = {}
+    if args.datasets:
+        changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
+    if args.models:
+        changes["models"] = parse_names(args.models, grid.models, "models")
+    if args.embeddings:
+        variants = grid.resolved_variants()
+        valid = list(dict.fromkeys([v.label for v in variants] + [v.embedding for v in variants]))
+        wanted = set(parse_names(args.embeddings, valid, "embeddings"))
+        changes["variants"] = [v for v in variants if v.label in wanted or v.embedding in wanted]
+    for name in ("folds", "seeds"):
+        values = parse_ints(getattr(args, name), name)
+        if values is not None:
+            changes[name] = values
+    for name in ("data_dir", "vectors", "results", "checkpoint_dir"):
+        if getattr(args, name):
+            changes[name] = getattr(args, name)
+    grid = dataclasses.replace(grid, **changes)
+    if args.epochs is not None:
+        if args.epochs <= 0:
+            raise ValueError(f"--epochs must be positive, got {args.epochs}")
+        for model in ("fasttext", "cnn", "lstm", "transformer"):
+            setattr(grid, model, dataclasses.replace(getattr(grid, model), epochs=args.epochs))
+    grid.validate()
+    return grid
+
+
+def run_classify(args: argparse.Namespace) -> int:
+    grid = load_grid(args)
+    if args.dry_run:
+        for u in plan_units(grid):
+            print(u.dataset, u.model, u.variant.label, u.split)
+        return 0
+    run_grid(grid, progress=not args.no_progress)
+    return 0
+
+
+def run_vectors_train(args: argparse.Namespace) -> int:
+    from ..data.vectors import train_word2vec, unlabeled_sentences
+
+    data_dir = resolve_data_dir(args.data_dir)
+    sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
+    print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "
+          f"({sum(map(len, sentences)):,} tokens) from {data_dir}")
+    kv = train_word2vec(sentences, args.out, dim=args.dim, epochs=args.epochs, min_count=args.min_count, seed=args.seed)
+    print(f"saved {len(kv.key_to_index):,} vectors to {args.out}")
+    return 0
+
+
+def run_download(args: argparse.Namespace) -> int:
+    from ..data.sources import download_dataset
+
+    data_dir = resolve_data_dir(args.data_dir)
+    for name in parse_names(args.datasets, DATASETS, "datasets"):
+        files = download_dataset(name, data_dir, verify=not args.skip_checksum)
+        print(f"{name}: {'fetched ' + ', '.join(f.name for f in files) if files else 'already present'}")
+    return 0

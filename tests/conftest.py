@@ -1,0 +1,14 @@
+"""Shared test fixtures: the reference data sets beside the project (``../shared/data``)."""
+
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED_DATA / "classification").is_dir():
+        pytest.skip(f"reference data not found at {SHARED_DATA}")
+    return SHARED_DATA

@@ -1,0 +1,147 @@
+"""Loaders on the real files (and their defects), tokenisation, splits, vectors."""
+
+import numpy as np
+import pytest
+import torch
+
+from complexorder.data.batching import EncodedDataset, iterate_batches
+from complexorder.data.classification import (DATASETS, load_dataset, make_split, split_ids, stratified_folds,
+                                              stratified_holdout)
+from complexorder.data.text import kim_tokenize, read_lines
+from complexorder.data.vectors import load_word_vectors, vectors_for_vocabulary
+from complexorder.data.vocab import Vocabulary
+
+SIZES = {"MR": {"all": 10662}, "SUBJ": {"all": 10000}, "CR": {"all": 3771}, "MPQA": {"all": 10603},
+         "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 4906, "dev": 546, "test": 500}}
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_real_files_load_with_the_documented_sizes(name, shared_data):
+    data = load_dataset(name, shared_data)
+    assert {k: len(v) for k, v in data.texts.items()} == SIZES[name]
+    assert all(len(t) == len(data.labels[k]) for k, t in data.texts.items())
+    empty = sum(1 for texts in data.texts.values() for tokens in texts if not tokens)
+    reported = sum(int(n.split(": ")[1].split()[0]) for n in data.notes if "no token left" in n)
+    assert empty == reported
+
+
+def test_blank_lines_are_counted_not_silently_dropped(shared_data):
+    data = load_dataset("CR", shared_data)
+    assert "custrev.neg: skipped 2 blank line(s)" in data.notes and "custrev.pos: skipped 2 blank line(s)" in data.notes
+    assert any("no token left" in n for n in data.notes)
+    assert data.labels["all"].count(1) == 2405 and data.labels["all"].count(0) == 1366
+
+
+def test_cp1252_bytes_and_0x85_do_not_split_lines(shared_data):
+    raw = (shared_data / "classification" / "MR" / "rt-polarity.pos").read_bytes()
+    assert b"\x85" in raw
+    lines = read_lines(shared_data / "classification" / "MR" / "rt-polarity.pos")
+    assert len(lines) == 5331  # str.splitlines() would give more
+    assert len(raw.decode("latin-1").splitlines()) > 5331
+    hit = next(line for line in lines if "\u2026" in line)  # 0x85 is the cp1252 ellipsis
+    assert "\x85" not in hit
+
+
+def test_read_lines_and_malformed_label_lines(tmp_path):
+    folder = tmp_path / "classification" / "SST2"
+    folder.mkdir(parents=True)
+    (folder / "phrases.train.tsv").write_bytes(b"good movie\t1\n\n  \nbad one\t0\n")
+    (folder / "stsa.binary.dev").write_bytes(b"1 fine\r\n0 awful caf\xe9\n")
+    (folder / "stsa.binary.test").write_bytes(b"1 ok\nno label here\n")
+    with pytest.raises(ValueError, match=r"stsa.binary.test:2: expected '<0\|1> <sentence>', got 'no label here'"):
+        load_dataset("SST2", tmp_path)
+    (folder / "stsa.binary.test").write_bytes(b"1 ok\n")
+    data = load_dataset("SST2", tmp_path)
+    assert data.labels == {"train": [1, 0], "dev": [1, 0], "test": [1]}
+    assert "phrases.train.tsv: skipped 2 blank line(s)" in data.notes
+    assert data.texts["dev"][1] == ["awful", "caf"]  # cp1252 decoded, non-ASCII dropped as Kim
+
+
+def test_missing_files_and_unknown_names(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"missing data file rt-polarity.neg \(expected at .*MR/rt-polarity.neg\); "
+                                                r"run `complexorder download --datasets MR"):
+        load_dataset("MR", tmp_path)
+    with pytest.raises(ValueError, match="unknown dataset 'IMDB'; valid names: MR, SUBJ, CR, MPQA, SST2, TREC"):
+        load_dataset("IMDB", tmp_path)
+    folder = tmp_path / "classification" / "TREC"
+    folder.mkdir(parents=True)
+    (folder / "train_5500.label").write_text("DESC:manner How ?\nWHAT:x y\n")
+    with pytest.raises(ValueError, match=r"train_5500.label:2: expected '<COARSE>:<fine> <question>' with COARSE in ABBR"):
+        load_dataset("TREC", tmp_path)
+
+
+def test_kim_tokenizer():
+    assert kim_tokenize("It's a GREAT film, isn't it?!") == ["it", "'s", "a", "great", "film", ",", "is", "n't", "it",
+                                                             "?", "!"]
+    assert kim_tokenize("(really) ... \u2026 caf\u00e9") == ["(", "really", ")", "caf"]
+
+
+def test_stratified_folds_are_disjoint_complete_and_stratified():
+    labels = np.array([0] * 73 + [1] * 27 + [2] * 11)
+    folds = stratified_folds(labels, 10, seed=0)
+    together = np.concatenate(folds)
+    assert len(together) == len(labels) and len(np.unique(together)) == len(labels)
+    for cls, total in ((0, 73), (1, 27), (2, 11)):
+        counts = [int((labels[f] == cls).sum()) for f in folds]
+        assert max(counts) - min(counts) <= 1 and sum(counts) == total
+    assert all(np.array_equal(a, b) for a, b in zip(folds, stratified_folds(labels, 10, seed=0)))  # fixed seed
+    kept, held = stratified_holdout(np.arange(111), labels, 0.1, seed=3)
+    assert len(np.intersect1d(kept, held)) == 0 and len(kept) + len(held) == 111
+    assert [int((labels[held] == c).sum()) for c in range(3)] == [7, 3, 1]
+
+
+def test_cv_split_of_a_real_dataset(shared_data):
+    data = load_dataset("MR", shared_data)
+    seen = []
+    for fold in range(10):
+        split = make_split(data, f"fold-{fold}")
+        sizes = (len(split.train[0]), len(split.dev[0]), len(split.test[0]))
+        assert sum(sizes) == 10662 and 1060 <= sizes[2] <= 1072 and 955 <= sizes[1] <= 965
+        assert abs(np.mean(split.test[1]) - 0.5) < 0.01
+        seen.extend(" ".join(t) + f"|{i}" for i, t in enumerate(split.test[0]))
+    assert len(seen) == 10662
+    assert split_ids("MR", [0, 3], [1]) == ["fold-0", "fold-3"] and split_ids("TREC", [0], [1, 2]) == ["seed-1", "seed-2"]
+    with pytest.raises(ValueError, match="--folds: fold 10 is outside 0..9"):
+        split_ids("MR", [10], [1])
+
+
+def test_vocabulary_from_training_text_only():
+    vocab = Vocabulary.from_texts([["b", "a", "b"], ["c"]])
+    assert vocab.itos == ["<pad>", "<unk>", "b", "a", "c"]
+    assert vocab.encode(["a", "zzz"]).tolist() == [3, 1] and vocab.encode([]).tolist() == [1]
+
+
+def test_bucketed_batches_cover_every_example_once():
+    data = EncodedDataset([torch.arange(1, n + 1) for n in (torch.arange(100) % 17 + 1).tolist()], torch.arange(100))
+    g = torch.Generator().manual_seed(0)
+    seen = []
+    for tokens, labels in iterate_batches(data, 8, shuffle=True, generator=g, bucket=True, bucket_batches=4,
+                                          min_length=5):
+        assert tokens.shape[1] >= 5
+        seen.extend(labels.tolist())
+        for row, label in zip(tokens, labels.tolist()):  # padding only at the end, sequence intact
+            n = len(data.sequences[label])
+            assert torch.equal(row[:n], data.sequences[label]) and (row[n:] == 0).all()
+    assert sorted(seen) == list(range(100))
+
+
+def test_word_vectors_in_three_formats(tmp_path):
+    vocab = Vocabulary(["cat", "dog", "emu"])
+    (tmp_path / "v.txt").write_text("2 3\ncat 1 2 3\ndog 4 5 6\n")
+    (tmp_path / "g.txt").write_text("cat 1 2 3\ndog 4 5 6\n")
+    for name in ("v.txt", "g.txt"):
+        kv = load_word_vectors(tmp_path / name)
+        matrix, coverage = vectors_for_vocabulary(kv, vocab)
+        assert torch.equal(matrix[2], torch.tensor([1.0, 2.0, 3.0])) and torch.equal(matrix[0], torch.zeros(3))
+        assert abs(coverage - 2 / 3) < 1e-9 and matrix[4].abs().max() <= 0.25
+    kv.save_word2vec_format(str(tmp_path / "b.bin"), binary=True)
+    assert load_word_vectors(tmp_path / "b.bin").vector_size == 3
+    with pytest.raises(ValueError, match=r"has dimension 3, expected 300 \(the embedding dimension\)"):
+        load_word_vectors(tmp_path / "v.txt", expected_dim=300)
+    (tmp_path / "bad.txt").write_text("2 3\ncat 1 2\n")
+    with pytest.raises(ValueError, match="bad.txt is not valid word2vec-text vectors"):
+        load_word_vectors(tmp_path / "bad.txt")
+    with pytest.raises(FileNotFoundError, match="create one with `complexorder vectors train`"):
+        load_word_vectors(tmp_path / "none.txt")
+    with pytest.raises(ValueError, match="vectors format 'fasttext' unknown"):
+        load_word_vectors(tmp_path / "v.txt", "fasttext")
