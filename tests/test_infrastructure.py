@@ -73,6 +73,8 @@ def test_jsonl_appends_and_skips_a_truncated_last_line(tmp_path):
     warnings = []
     assert read_jsonl(path, warn=warnings.append) == [{"a": 1}, {"a": 2}]
     assert "malformed" in warnings[0]
+    append_jsonl(path, {"a": 4})  # the next record starts on a fresh line and survives
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}, {"a": 4}]
 
 
 def test_atomic_write_to_an_unwritable_place(tmp_path):

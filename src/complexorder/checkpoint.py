@@ -66,7 +66,12 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     path = Path(path)
     _check_writable_dir(path)
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
-    with open(path, "ab") as fh:
+    with open(path, "ab+") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() > 0:  # after an interrupted write, start a fresh line
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = b"\n" + line
         fh.write(line)
         fh.flush()
         os.fsync(fh.fileno())

@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "classify": "complexorder.experiments.classification_cli",
     "vectors": "complexorder.experiments.classification_cli",
     "download": "complexorder.experiments.classification_cli",
+    "report": "complexorder.experiments.classification_cli",
     "translate": "complexorder.experiments.translation_cli",
     "lm": "complexorder.experiments.language_model_cli",
 }

@@ -205,7 +205,7 @@ def _encode(vocab: Vocabulary, part) -> EncodedDataset:
     return EncodedDataset([vocab.encode(t) for t in texts], torch.tensor(labels, dtype=torch.long))
 
 
-def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True) -> dict:
+def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True, command: str | None = None) -> dict:
     """Train and test one unit; return its result record."""
     config = unit_config(grid, unit)
     settings: ModelSettings = getattr(grid, unit.model)
@@ -235,7 +235,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True)
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command,
     }
     if grid.checkpoint_dir:
         name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
@@ -245,8 +245,11 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True)
     return record
 
 
-def run_grid(grid: GridConfig, progress: bool = True, log=print) -> list[dict]:
-    """Run every unit of ``grid`` not yet in its results file; append each result as it finishes."""
+def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
+    """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
+
+    ``command`` (the command line that asked for the run) is stored with each result.
+    """
     units = plan_units(grid)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format)
     results_path = Path(grid.results)
@@ -261,7 +264,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print) -> list[dict]:
         log("note: no word vectors configured (vectors = ...); pretrained models start from random vectors")
     records = []
     for unit in tqdm(todo, desc=f"{grid.name} units", disable=not progress, dynamic_ncols=True):
-        record = run_unit(grid, unit, cache, progress)
+        record = run_unit(grid, unit, cache, progress, command)
         append_jsonl(results_path, record)
         records.append(record)
         log(f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}: test {record['test_accuracy']:.4f} "

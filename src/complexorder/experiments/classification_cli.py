@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
+import sys
 
 from ..config import find_config, load_config
 from ..data.classification import DATASETS
@@ -72,6 +74,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--no-multi30k", action="store_true", help="leave out the English side of Multi30k")
     t.set_defaults(func=run_vectors_train)
 
+    r = sub.add_parser("report", help="render classification results as Table 2 (Markdown) and Fig. 2 (PNG)")
+    r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"], help="results JSON-lines file(s)")
+    r.add_argument("--out", default="benchmarks/results/table2.md")
+    r.add_argument("--figure", default="benchmarks/results/fig2_epoch_time.png", help="PNG of seconds per epoch ('' for none)")
+    r.add_argument("--figure-dataset", help="data set whose epoch times are plotted (default: the one with most runs)")
+    r.set_defaults(func=run_report)
+
     d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")
     d.add_argument("--datasets", default=",".join(DATASETS))
     d.add_argument("--data-dir")
@@ -114,7 +123,8 @@ def run_classify(args: argparse.Namespace) -> int:
         for u in plan_units(grid):
             print(u.dataset, u.model, u.variant.label, u.split)
         return 0
-    run_grid(grid, progress=not args.no_progress)
+    command = "complexorder " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    run_grid(grid, progress=not args.no_progress, command=command)
     return 0
 
 
@@ -137,4 +147,12 @@ def run_download(args: argparse.Namespace) -> int:
     for name in parse_names(args.datasets, DATASETS, "datasets"):
         files = download_dataset(name, data_dir, verify=not args.skip_checksum)
         print(f"{name}: {'fetched ' + ', '.join(f.name for f in files) if files else 'already present'}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    write_report(args.results, args.out, args.figure or None, args.figure_dataset)
+    print(f"wrote {args.out}" + (f" and {args.figure}" if args.figure else ""))
     return 0

@@ -1,0 +1,232 @@
+"""``complexorder report``: results files -> Table 2 (Markdown, significance marks, the paper beside ours) and Fig. 2.
+
+Significance follows the paper: a one-sided Wilcoxon signed-rank test (scipy) of complex-order
+against each baseline of the same architecture and data set, paired by fold (CV) or seed (fixed
+splits); a mark means p < 0.05. With n pairs the smallest attainable p is 2^-n, so at least 5
+pairs are needed for a mark.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import wilcoxon
+
+from ..checkpoint import atomic_write_text, read_jsonl
+
+__all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "significance_marks",
+           "render_table2", "plot_epoch_times", "paper_table2", "MARKS"]
+
+MARKS = {"none": "§", "pe": "†", "tpe": "‡", "complex-vanilla": "*"}
+PAPER_COLUMNS = {"MR": "MR", "SUBJ": "SUBJ", "CR": "CR", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC"}
+MODEL_TITLES = {"fasttext": "FastText", "cnn": "CNN", "lstm": "LSTM", "transformer": "Transformer"}
+ALPHA = 0.05
+
+
+def load_results(paths, warn=print) -> list[dict]:
+    records = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` first")
+        records.extend(read_jsonl(path, warn=warn))
+    return records
+
+
+def latest_records(records: list[dict]) -> list[dict]:
+    """One record per (dataset, model, variant, split): the most recently finished one."""
+    best: dict[tuple, dict] = {}
+    for r in records:
+        key = (r["dataset"], r["model"], r["variant"], r["split"])
+        if key not in best or r.get("finished_at", "") >= best[key].get("finished_at", ""):
+            best[key] = r
+    return list(best.values())
+
+
+def cell_scores(records: list[dict]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """``(dataset, model, variant) -> {split: test accuracy}``."""
+    cells: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    for r in latest_records(records):
+        cells[(r["dataset"], r["model"], r["variant"])][r["split"]] = float(r["test_accuracy"])
+    return dict(cells)
+
+
+def paired_wilcoxon(ours: dict[str, float], theirs: dict[str, float]) -> tuple[float | None, int]:
+    """One-sided p-value that ``ours`` > ``theirs`` over their common splits, and the number of pairs."""
+    common = sorted(set(ours) & set(theirs))
+    if not common:
+        return None, 0
+    diffs = np.array([ours[s] - theirs[s] for s in common])
+    if np.all(diffs == 0):
+        return 1.0, len(common)
+    return float(wilcoxon(diffs, alternative="greater", zero_method="wilcox").pvalue), len(common)
+
+
+def significance_marks(cells, dataset: str, model: str, target: str = "complex-order") -> tuple[str, dict]:
+    """The marks (§ † ‡ *) of ``target`` over each baseline, and the p-values."""
+    marks, pvalues = "", {}
+    ours = cells.get((dataset, model, target))
+    if not ours:
+        return "", {}
+    for baseline, mark in MARKS.items():
+        theirs = cells.get((dataset, model, baseline))
+        if not theirs:
+            continue
+        p, n = paired_wilcoxon(ours, theirs)
+        pvalues[baseline] = (p, n)
+        if p is not None and p < ALPHA and np.mean([ours[s] for s in theirs if s in ours]) > np.mean(
+                [theirs[s] for s in ours if s in theirs]):
+            marks += mark
+    return marks, pvalues
+
+
+def paper_table2() -> dict[tuple[str, str], dict[str, float]]:
+    """The paper's Table 2: ``(model, embedding) -> {dataset: accuracy}`` (our dataset names)."""
+    text = resources.files("complexorder").joinpath("paper/table2.csv").read_text()
+    table = {}
+    for row in csv.DictReader(text.splitlines()):
+        table[(row["architecture"], row["embedding"])] = {ours: float(row[col]) for ours, col in PAPER_COLUMNS.items()}
+    return table
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def render_table2(records: list[dict], datasets: list[str] | None = None, models: list[str] | None = None,
+                  variants: list[str] | None = None, commands: list[str] | None = None) -> str:
+    """Table 2's layout: a block per architecture, a row per embedding, ``ours marks (paper)`` per data set."""
+    cells = cell_scores(records)
+    paper = paper_table2()
+    datasets = datasets or [d for d in PAPER_COLUMNS if any(k[0] == d for k in cells)]
+    models = models or [m for m in MODEL_TITLES if any(k[1] == m for k in cells)]
+    variants = variants or list(dict.fromkeys(["none", "pe", "tpe", "complex-vanilla", "complex-order"]
+                                             + [k[2] for k in cells]))
+    lines = ["| model | embedding | " + " | ".join(datasets) + " |", "|---|---|" + "---:|" * len(datasets)]
+    detail = ["| data set | model | embedding | n | mean | std | min | max | p vs none | p vs pe | p vs tpe | p vs complex-vanilla |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for model in models:
+        for variant in variants:
+            if not any((d, model, variant) in cells for d in datasets):
+                continue
+            row = [MODEL_TITLES.get(model, model), variant]
+            for d in datasets:
+                scores = cells.get((d, model, variant))
+                ref = paper.get((model, variant), {}).get(d)
+                ref_text = f" ({ref:.3f})" if ref is not None else ""
+                if not scores:
+                    row.append("—" + ref_text)
+                    continue
+                marks = significance_marks(cells, d, model)[0] if variant == "complex-order" else ""
+                row.append(f"{np.mean(list(scores.values())):.3f}{marks}{ref_text}")
+                values = np.array(list(scores.values()))
+                pv = significance_marks(cells, d, model)[1] if variant == "complex-order" else {}
+                ptext = [("—" if b not in pv or pv[b][0] is None else f"{pv[b][0]:.3g} (n={pv[b][1]})")
+                         for b in MARKS]
+                detail.append(f"| {d} | {model} | {variant} | {len(values)} | {values.mean():.4f} | "
+                              f"{values.std(ddof=1) if len(values) > 1 else float('nan'):.4f} | {values.min():.4f} | "
+                              f"{values.max():.4f} | " + " | ".join(ptext) + " |")
+            lines.append("| " + " | ".join(row) + " |")
+    out = ["# Table 2: text-classification accuracy", "",
+           "Each cell: our mean test accuracy over folds (CV) or seeds (fixed splits), the significance marks of "
+           "complex-order (one-sided Wilcoxon signed-rank, p < 0.05, over § none, † PE, ‡ TPE, * complex-vanilla), "
+           "and the paper's figure in brackets. — = not measured.", ""]
+    out += lines + ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
+    out += ["", "## Per cell: scores and p-values", ""] + detail
+    if commands:
+        out += ["", "## Commands", "", "```"] + commands + ["```"]
+    return "\n".join(out) + "\n"
+
+
+def _targets(cells, paper, datasets, models) -> list[str]:
+    lines = []
+    for model in models:
+        for d in datasets:
+            ours = cells.get((d, model, "complex-order"))
+            if not ours:
+                continue
+            mean = float(np.mean(list(ours.values())))
+            others = {b: float(np.mean(list(cells[(d, model, b)].values()))) for b in MARKS if (d, model, b) in cells}
+            marks, pv = significance_marks(cells, d, model)
+            beaten = [b for b, m in others.items() if mean >= m]
+            sig = [b for b in others if MARKS[b] in marks]
+            ref = paper.get((model, "complex-order"), {}).get(d)
+            if model == "transformer":
+                vs_paper = f"paper complex-order {ref:.3f}: {'at or above' if mean >= ref else f'{(ref - mean) * 100:.1f} points below'}"
+            else:
+                gap = (ref - mean) * 100
+                vs_paper = f"paper complex-order {ref:.3f}: {'within' if gap <= 1.5 else 'NOT within'} 1.5 points ({gap:+.1f})"
+            lines.append(f"- {MODEL_TITLES[model]} on {d}: complex-order {mean:.3f} ≥ {len(beaten)}/{len(others)} "
+                         f"baselines ({', '.join(sorted(set(others) - set(beaten))) or 'all beaten'}"
+                         f"{' not beaten' if set(others) - set(beaten) else ''}); significant over "
+                         f"{len(sig)}/{len(others)}; {vs_paper}.")
+    return lines or ["- no complex-order cell measured yet"]
+
+
+def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None = None) -> dict:
+    """Fig. 2: mean training seconds per epoch per model x embedding (PNG); returns the plotted means."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = latest_records(records)
+    if dataset is None:
+        counts = defaultdict(int)
+        for r in records:
+            counts[r["dataset"]] += 1
+        if not counts:
+            raise ValueError("no results to plot")
+        dataset = max(counts, key=counts.get)
+    times: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in records:
+        if r["dataset"] == dataset:
+            times[(r["model"], r["variant"])].append(float(r["seconds_per_epoch"]))
+    if not times:
+        raise ValueError(f"no results for data set {dataset!r} to plot")
+    models = [m for m in MODEL_TITLES if any(k[0] == m for k in times)]
+    variants = [v for v in ["none", "pe", "tpe", "complex-vanilla", "complex-order"] if any(k[1] == v for k in times)]
+    means = {k: float(np.mean(v)) for k, v in times.items()}
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(1, len(variants))
+    for i, v in enumerate(variants):
+        xs = [j + i * width for j, m in enumerate(models)]
+        ax.bar(xs, [means.get((m, v), 0.0) for m in models], width, label=v)
+    ax.set_xticks([j + width * (len(variants) - 1) / 2 for j in range(len(models))])
+    ax.set_xticklabels([MODEL_TITLES[m] for m in models])
+    ax.set_ylabel("seconds per training epoch")
+    ax.set_title(f"Training time per epoch on {dataset} (CPU)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return {"dataset": dataset, "means": means}
+
+
+def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
+                 figure_dataset: str | None = None) -> str:
+    records = load_results(results)
+    if not records:
+        raise ValueError(f"no results in {', '.join(map(str, results))}")
+    commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
+    text = render_table2(records, commands=commands)
+    if figure:
+        plotted = plot_epoch_times(records, figure, figure_dataset)
+        rows = ["", f"## Fig. 2: seconds per training epoch on {plotted['dataset']}", "",
+                f"![seconds per epoch]({Path(figure).name})", "",
+                "| model | embedding | s/epoch | complex-order / TPE |", "|---|---|---:|---:|"]
+        for (model, variant), t in sorted(plotted["means"].items()):
+            tpe = plotted["means"].get((model, "tpe"))
+            ratio = f"{t / tpe:.2f}" if variant == "complex-order" and tpe else ""
+            rows.append(f"| {model} | {variant} | {t:.1f} | {ratio} |")
+        rows += ["", "Seconds per epoch are wall-clock training time (no evaluation) measured inside the grid runs; "
+                 "the machine may have been shared, so compare ratios within one data set with care "
+                 "(benchmarks/results/speed.md measures them side by side)."]
+        text += "\n".join(rows) + "\n"
+    atomic_write_text(out, text)
+    return text

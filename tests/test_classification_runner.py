@@ -1,0 +1,123 @@
+"""The grid runner end to end on tiny data: every architecture x embedding, resume, report, significance."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from complexorder.checkpoint import load_checkpoint, read_jsonl
+from complexorder.experiments import classification as runner
+from complexorder.experiments.classification import GridConfig, ModelSettings, build_model_from_config, run_grid
+from complexorder.experiments.report import paired_wilcoxon, render_table2, significance_marks, write_report
+
+WORDS = ["good", "bad", "great", "awful", "film", "plot", "the", "a", "is", "not", "very", "fun", "dull"]
+
+
+def write_tiny_data(root):
+    g = torch.Generator().manual_seed(0)
+    folder = root / "classification" / "MR"
+    folder.mkdir(parents=True)
+    for name, marker in (("rt-polarity.pos", "good"), ("rt-polarity.neg", "bad")):
+        lines = []
+        for _ in range(30):
+            idx = torch.randint(4, len(WORDS), (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+            words = [WORDS[i] for i in idx] + [marker]
+            lines.append(" ".join(words))
+        (folder / name).write_bytes(("\n".join(lines) + "\n\n").encode())
+    vectors = root / "vec.txt"
+    rows = [f"{w} " + " ".join(f"{v:.3f}" for v in torch.randn(8, generator=g).tolist()) for w in WORDS[:8]]
+    vectors.write_text(f"{len(rows)} 8\n" + "\n".join(rows) + "\n")
+    return vectors
+
+
+def tiny_grid(tmp_path, **kw):
+    vectors = write_tiny_data(tmp_path)
+    small = ModelSettings(embedding_dim=8, batch_size=16, epochs=2, patience=1, hidden=8, filters=4, nhead=2,
+                          dim_feedforward=16, dropout=0.1)
+    settings = dict(name="tiny", datasets=["MR"], folds=[0, 1], data_dir=str(tmp_path), vectors=str(vectors),
+                    results=str(tmp_path / "results.jsonl"), fasttext=small, cnn=small, lstm=small,
+                    transformer=dataclasses.replace(small, pretrained=False))
+    return GridConfig(**{**settings, **kw})
+
+
+def test_every_architecture_and_embedding_end_to_end(tmp_path):
+    grid = tiny_grid(tmp_path, folds=[0], checkpoint_dir=str(tmp_path / "ckpt"))
+    records = run_grid(grid, progress=False, log=lambda *_: None, command="complexorder classify --test")
+    assert len(records) == 4 * 5
+    for r in records:
+        assert 0.0 <= r["test_accuracy"] <= 1.0 and r["parameters"] > 0 and r["seconds_per_epoch"] > 0
+        assert r["split"] == "fold-0" and r["command"] == "complexorder classify --test"
+        if r["model"] == "transformer":
+            assert r["vectors"] == "none (random init)"
+        else:
+            assert r["vectors"]["path"].endswith("vec.txt") and 0 < r["vectors"]["coverage"] <= 1
+    # a saved checkpoint rebuilds the same model and predictions
+    ck = load_checkpoint(tmp_path / "ckpt" / "MR-cnn-complex-order-fold-0.pt", "classifier")
+    model = build_model_from_config(ck["config"], len(ck["vocab"]), 2, ck["max_positions"])
+    model.load_state_dict(ck["model_state"])
+    assert ck["vocab"][:2] == ["<pad>", "<unk>"] and ck["label_names"] == ["negative", "positive"]
+
+
+def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monkeypatch):
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["none", "complex-order"])
+    real = runner.run_unit
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_unit", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    assert len(read_jsonl(grid.results)) == 2  # the finished units are on disk
+    with open(grid.results, "a") as fh:  # and a half-written line does not break the resume
+        fh.write('{"dataset": "MR", "model"')
+    monkeypatch.setattr(runner, "run_unit", real)
+    logs = []
+    rest = run_grid(grid, progress=False, log=logs.append)
+    assert len(rest) == 2 and any("2 already in" in line for line in logs)
+    assert run_grid(grid, progress=False, log=lambda *_: None) == []
+    done = {(r["variant"], r["split"]) for r in read_jsonl(grid.results)}
+    assert done == {(v, s) for v in ("none", "complex-order") for s in ("fold-0", "fold-1")}
+    # a changed setting is a different experiment: it runs again
+    grid2 = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, hidden=6))
+    assert len(run_grid(grid2, progress=False, log=lambda *_: None)) == 4
+
+
+def test_wilcoxon_marks_on_a_hand_made_example():
+    ours = {f"fold-{i}": 0.80 + 0.01 * i for i in range(6)}
+    worse = {f"fold-{i}": 0.78 + 0.01 * i for i in range(6)}
+    p, n = paired_wilcoxon(ours, worse)
+    assert n == 6 and abs(p - 1 / 64) < 1e-12  # all six differences positive: exact one-sided p = 2^-6
+    mixed = {f"fold-{i}": v for i, v in enumerate([0.79, 0.81, 0.80, 0.84, 0.83, 0.86])}
+    p_mixed, _ = paired_wilcoxon(ours, mixed)  # diffs +.01 0 +.02 -.01 +.01 -.01
+    assert p_mixed > 0.05
+    assert paired_wilcoxon(ours, ours) == (1.0, 6)
+    cells = {("MR", "cnn", "complex-order"): ours, ("MR", "cnn", "none"): worse, ("MR", "cnn", "tpe"): mixed,
+             ("MR", "cnn", "pe"): {k: v - 0.05 for k, v in list(ours.items())[:4]}}
+    marks, pvalues = significance_marks(cells, "MR", "cnn")
+    assert marks == "§"  # over none; not over tpe (mixed); not over pe (4 pairs: p >= 1/16)
+    assert pvalues["pe"] == (1 / 16, 4)
+
+
+def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
+    records = []
+    for variant, base in (("none", 0.70), ("complex-order", 0.75)):
+        for i in range(6):
+            records.append({"dataset": "MR", "model": "cnn", "variant": variant, "split": f"fold-{i}",
+                            "test_accuracy": base + 0.001 * i, "seconds_per_epoch": 2.0, "finished_at": "t",
+                            "command": "complexorder classify --datasets MR"})
+    text = render_table2(records)
+    assert "| CNN | complex-order | 0.753§ (0.825) |" in text
+    assert "| CNN | none | 0.703 (0.809) |" in text
+    results = tmp_path / "r.jsonl"
+    results.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    out = write_report([str(results)], tmp_path / "t.md", tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").stat().st_size > 1000
+    assert "complexorder classify --datasets MR" in out and "NOT within 1.5 points" in out
+    with pytest.raises(FileNotFoundError, match="results file .*missing.jsonl does not exist"):
+        write_report([str(tmp_path / "missing.jsonl")], tmp_path / "x.md")
