@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "vectors": "complexorder.experiments.classification_cli",
     "download": "complexorder.experiments.classification_cli",
     "report": "complexorder.experiments.classification_cli",
+    "ablate": "complexorder.experiments.ablation_cli",
+    "inspect": "complexorder.experiments.ablation_cli",
     "translate": "complexorder.experiments.translation_cli",
     "lm": "complexorder.experiments.language_model_cli",
 }

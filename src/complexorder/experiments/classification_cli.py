@@ -42,11 +42,9 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
     return values
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("classify", help="run the text-classification grid (paper Table 2); resumable",
-                       description="Train and test every (dataset, model, embedding, fold/seed) unit of a grid config "
-                                   "not yet in its results file; each finished unit is appended as one JSON line.")
-    p.add_argument("--config", default="table2", help="grid TOML file or built-in name (default: table2)")
+def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
+    """The options shared by `classify` and `ablate`."""
+    p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
     p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
     p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
     p.add_argument("--embeddings", help="subset of variant labels or embedding names")
@@ -59,6 +57,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
     p.add_argument("--no-progress", action="store_true")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("classify", help="run the text-classification grid (paper Table 2); resumable",
+                       description="Train and test every (dataset, model, embedding, fold/seed) unit of a grid config "
+                                   "not yet in its results file; each finished unit is appended as one JSON line.")
+    add_grid_arguments(p, "table2")
     p.set_defaults(func=run_classify)
 
     v = sub.add_parser("vectors", help="word vectors: `vectors train` trains 300-d skip-gram word2vec with gensim")
@@ -88,8 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.set_defaults(func=run_download)
 
 
-def load_grid(args: argparse.Namespace) -> GridConfig:
-    grid = load_config(find_config(args.config, "classification"), GridConfig)
+def load_grid(args: argparse.Namespace, task: str = "classification") -> GridConfig:
+    grid = load_config(find_config(args.config, task), GridConfig)
     changes = {}
     if args.datasets:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
@@ -117,14 +122,17 @@ def load_grid(args: argparse.Namespace) -> GridConfig:
     return grid
 
 
-def run_classify(args: argparse.Namespace) -> int:
-    grid = load_grid(args)
+def command_line() -> str:
+    return "complexorder " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
+    grid = load_grid(args, task)
     if args.dry_run:
         for u in plan_units(grid):
             print(u.dataset, u.model, u.variant.label, u.split)
         return 0
-    command = "complexorder " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    run_grid(grid, progress=not args.no_progress, command=command)
+    run_grid(grid, progress=not args.no_progress, command=command_line())
     return 0
 
 

@@ -1,0 +1,51 @@
+"""``complexorder ablate`` (paper Table 4) and ``complexorder inspect`` (appendix D: Fig. 1, Fig. 3, Table 7)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .classification_cli import add_grid_arguments, parse_ints, run_classify
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser("ablate", help="run the Table 4 ablation (Transformer on SST-2) and write its table; resumable",
+                       description="Runs every variant of the ablation config with the classification runner "
+                                   "(finished units are skipped), then renders the table.")
+    add_grid_arguments(a, "table4")
+    a.add_argument("--out", default="benchmarks/results/table4.md", help="Markdown table to write")
+    a.add_argument("--report-only", action="store_true", help="only render the table from the results file")
+    a.set_defaults(func=run_ablate)
+
+    i = sub.add_parser("inspect", help="what a complex-order classifier learned: δ density, Table 7, word waves",
+                       description="δ_j = mean_d |ω_j,d| per word: its density (Fig. 3), the 50 greatest and 50 "
+                                   "smallest (Table 7), and a chosen word as waves over positions (Fig. 1).")
+    i.add_argument("checkpoint", help="a classifier checkpoint (classify/ablate with --checkpoint-dir)")
+    i.add_argument("--out-dir", default="benchmarks/results/inspect", help="where the PNGs and table7.md go")
+    i.add_argument("--word", help="word to draw as waves (Fig. 1)")
+    i.add_argument("--dims", help="dimensions to draw, e.g. 0,5,9 (default: slowest, middle and fastest)")
+    i.add_argument("--top", type=int, default=50, help="words per list (default 50)")
+    i.set_defaults(func=run_inspect)
+
+
+def run_ablate(args: argparse.Namespace) -> int:
+    from .ablation import write_table4
+    from .classification_cli import load_grid
+
+    grid = load_grid(args, "ablation")
+    if not args.report_only:
+        code = run_classify(args, "ablation")
+        if args.dry_run:
+            return code
+    write_table4([grid.results], args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    from .inspection import inspect_checkpoint
+
+    if args.top <= 0:
+        raise ValueError(f"--top must be positive, got {args.top}")
+    written = inspect_checkpoint(args.checkpoint, args.out_dir, args.word, args.top, parse_ints(args.dims, "dims"))
+    print("wrote " + ", ".join(str(v) for k, v in written.items() if k != "dims"))
+    return 0

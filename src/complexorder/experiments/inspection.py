@@ -1,0 +1,162 @@
+"""``complexorder inspect``: what a trained complex-order classifier learned (paper appendix D).
+
+* δ_j = mean_d |ω_{j,d}|, a word's sensitivity to position; its density (Fig. 3, PNG);
+* the 50 words with the greatest and the 50 with the smallest δ (Table 7), printed and saved;
+* one word's embedding dimensions as waves over positions, real parts (Fig. 1, PNG).
+
+Everything comes from the checkpoint, which carries the model config and vocabulary.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint
+from ..embeddings import ComplexOrderEmbedding
+from .classification import build_model_from_config
+
+__all__ = ["load_classifier", "position_sensitivity", "extreme_words", "plot_density", "plot_word_waves",
+           "inspect_checkpoint"]
+
+
+def load_classifier(path: str | Path):
+    """``(model, checkpoint)`` of a classifier checkpoint written by ``complexorder classify/ablate``."""
+    ck = load_checkpoint(path, "classifier")
+    for key in ("vocab", "config", "label_names"):
+        if not ck.get(key):
+            raise ValueError(f"checkpoint {path} has no {key!r} entry; it was not written by `complexorder classify` "
+                             "with --checkpoint-dir, so the words cannot be named")
+    model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]), ck.get("max_positions", 512))
+    model.load_state_dict(ck["model_state"])
+    return model.eval(), ck
+
+
+def position_sensitivity(embedding: ComplexOrderEmbedding) -> torch.Tensor:
+    """δ_j = (1/D) Σ_d |ω_{j,d}| for every word ``j`` (``[V]``)."""
+    w = embedding.frequency.detach().abs().expand(embedding.num_embeddings, embedding.embedding_dim)
+    return w.mean(1)
+
+
+def extreme_words(delta: torch.Tensor, vocab: list[str], k: int = 50, skip=("<pad>", "<unk>")):
+    """The ``k`` words with the greatest δ (descending) and the ``k`` with the smallest (ascending)."""
+    keep = [i for i, w in enumerate(vocab) if w not in skip]
+    order = sorted(keep, key=lambda i: float(delta[i]))
+    greatest = [(vocab[i], float(delta[i])) for i in reversed(order[-k:])]
+    smallest = [(vocab[i], float(delta[i])) for i in order[:k]]
+    return greatest, smallest
+
+
+def _save_figure(fig, path: Path) -> None:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def plot_density(delta: torch.Tensor, path: str | Path, title: str = "") -> None:
+    """Fig. 3: density of δ_j (histogram and Gaussian kernel density estimate)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy.stats import gaussian_kde
+
+    values = delta.numpy().astype(np.float64)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(values, bins=60, density=True, alpha=0.35, color="tab:blue", label="histogram")
+    if values.std() > 0:
+        xs = np.linspace(values.min(), values.max(), 400)
+        ax.plot(xs, gaussian_kde(values)(xs), color="tab:blue", label="kernel density")
+    ax.set_xlabel(r"$\delta_j = \frac{1}{D}\sum_d |\omega_{j,d}|$ (higher: more position-sensitive)")
+    ax.set_ylabel("density")
+    ax.set_title(title or "Distribution of the words' mean absolute frequency")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save_figure(fig, Path(path))
+    plt.close(fig)
+
+
+def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, path: str | Path,
+                    dims: list[int] | None = None, max_position: int = 40) -> list[int]:
+    """Fig. 1: Re f_d(j, pos) = r_{j,d} cos(ω_{j,d} pos + θ_{j,d}) over positions for a few dimensions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    D = embedding.embedding_dim
+    r = embedding.amplitude.detach().expand(embedding.num_embeddings, D)[word_id]
+    w = embedding.frequency.detach().expand(embedding.num_embeddings, D)[word_id]
+    theta = (embedding.initial_phase.detach()[word_id] if embedding.initial_phase is not None else torch.zeros(D))
+    if dims is None:  # three dimensions with different periods: the slowest, a middle and the fastest |ω|
+        order = torch.argsort(w.abs(), stable=True).tolist()
+        dims = [order[0], order[len(order) // 2], order[-1]]
+    bad = [d for d in dims if not 0 <= d < D]
+    if bad:
+        raise ValueError(f"--dims: dimension {bad[0]} is outside 0..{D - 1}")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    xs = np.linspace(0, max_position, 800)
+    for d in dims:
+        ys = float(r[d]) * np.cos(float(w[d]) * xs + float(theta[d]))
+        line, = ax.plot(xs, ys, label=f"dim {d}: r={float(r[d]):.2f}, period={2 * np.pi / max(abs(float(w[d])), 1e-12):.1f}")
+        ints = np.arange(0, max_position + 1)
+        ax.plot(ints, float(r[d]) * np.cos(float(w[d]) * ints + float(theta[d])), "o", ms=3, color=line.get_color())
+    ax.set_xlabel("position")
+    ax.set_ylabel("real part of the embedding")
+    ax.set_title(f"'{word}' as waves over positions (dots: integer positions)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    _save_figure(fig, Path(path))
+    plt.close(fig)
+    return dims
+
+
+def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None = None, k: int = 50,
+                       dims: list[int] | None = None, log=print) -> dict:
+    """Write ``delta_density.png``, ``table7.md`` and (with ``word``) ``waves_<word>.png`` to ``out_dir``."""
+    model, ck = load_classifier(path)
+    emb = model.embedding
+    if not isinstance(emb, ComplexOrderEmbedding):
+        raise ValueError(f"checkpoint {path} holds a classifier with a {ck['config']['embedding']!r} embedding; "
+                         "frequencies exist only for 'complex-order'")
+    vocab = ck["vocab"]
+    word_id = None
+    if word is not None:
+        if word not in vocab:
+            near = difflib.get_close_matches(word, vocab, n=5)
+            raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(vocab)} words)"
+                             + (f"; near matches: {', '.join(near)}" if near else ""))
+        word_id = vocab.index(word)
+    out_dir = Path(out_dir)
+    delta = position_sensitivity(emb)
+    note = ""
+    if emb.frequency.shape[0] == 1:
+        note = "frequencies are shared by all words (word-sharing): δ is the same for every word"
+    greatest, smallest = extreme_words(delta, vocab, k)
+    plot_density(delta[2:], out_dir / "delta_density.png", f"δ_j over {len(vocab) - 2} words ({ck['config']['dataset']})")
+    fmt = lambda pairs: " ".join(w for w, _ in pairs)  # noqa: E731
+    table = ["# Table 7: words by position sensitivity δ_j = mean_d |ω_j,d|", "",
+             f"Checkpoint: `{path}` ({ck['config']['dataset']}, {ck['config']['model']}, "
+             f"test accuracy {ck.get('test_accuracy', float('nan')):.4f}).", ""]
+    if note:
+        table += [f"Note: {note}.", ""]
+    table += ["| | words |", "|---|---|",
+              f"| greatest δ, descending | {fmt(greatest)} |", f"| smallest δ, ascending | {fmt(smallest)} |", "",
+              "| rank | greatest | δ | smallest | δ |", "|---:|---|---:|---|---:|"]
+    for i, ((gw, gd), (sw, sd)) in enumerate(zip(greatest, smallest), 1):
+        table.append(f"| {i} | {gw} | {gd:.4f} | {sw} | {sd:.4f} |")
+    atomic_write_text(out_dir / "table7.md", "\n".join(table) + "\n")
+    log(f"greatest δ: {fmt(greatest)}")
+    log(f"smallest δ: {fmt(smallest)}")
+    if note:
+        log(f"note: {note}")
+    written = {"density": out_dir / "delta_density.png", "table": out_dir / "table7.md"}
+    if word_id is not None:
+        safe = "".join(c if c.isalnum() else "_" for c in word)
+        written["waves"] = out_dir / f"waves_{safe}.png"
+        written["dims"] = plot_word_waves(emb, word_id, word, written["waves"], dims)
+    return written

@@ -1,0 +1,139 @@
+"""Table 4 rows (parameter counts), `inspect` (δ_j, Table 7, figures) and their bad input."""
+
+import dataclasses
+import struct
+
+import pytest
+import torch
+
+import complexorder as co
+from complexorder.checkpoint import save_checkpoint
+from complexorder.config import config_to_dict, find_config, load_config
+from complexorder.experiments.ablation import PAPER_ROWS, render_table4
+from complexorder.experiments.classification import GridConfig, Unit, build_model_from_config, unit_config
+from complexorder.experiments.inspection import extreme_words, inspect_checkpoint, position_sensitivity
+
+V, D, FF = 50, 8, 16
+
+
+def ablation_grid() -> GridConfig:
+    grid = load_config(find_config("table4", "ablation"), GridConfig)
+    small = dataclasses.replace(grid.transformer, embedding_dim=D, dim_feedforward=FF, nhead=2)
+    return dataclasses.replace(grid, transformer=small)
+
+
+def expected_count(label: str) -> int:
+    """The paper's arithmetic for the embedding plus our 1-layer encoder and output layer, by hand."""
+    emb = {"complex-order": 2 * V * D, "adding initial phases": 3 * V * D, "dimension-sharing period": V * D + V,
+           "word-sharing period": V * D + D, "dimension-sharing amplitude": V * D + V,
+           "word-sharing amplitude": V * D + D, "complex-vanilla": 2 * V * D, "vanilla Transformer (TPE)": V * D}
+    base = label.replace(", shared W", "")
+    shared = label.endswith("shared W")
+    if base.startswith("vanilla"):  # real nn.TransformerEncoderLayer
+        layer = 4 * (D * D + D) + (D * FF + FF) + (FF * D + D) + 2 * 2 * D
+    else:
+        proj = D * D + D
+        layer = 3 * (proj if shared else 2 * proj) + 2 * proj + 2 * (D * FF + FF) + 2 * (FF * D + D) + 2 * (2 * 2 * D)
+    return emb[base] + layer + (D * 2 + 2)
+
+
+def test_the_ablation_config_holds_the_paper_rows_in_order():
+    grid = ablation_grid()
+    assert [v.label for v in grid.resolved_variants()] == [row[0] for row in PAPER_ROWS]
+    assert grid.datasets == ["SST2"] and grid.models == ["transformer"]
+
+
+@pytest.mark.parametrize("label", [row[0] for row in PAPER_ROWS])
+def test_parameter_count_of_every_ablation_row(label):
+    grid = ablation_grid()
+    variant = next(v for v in grid.resolved_variants() if v.label == label)
+    config = unit_config(grid, Unit("SST2", "transformer", variant, "seed-1"))
+    model = build_model_from_config(config, V, 2, 64)
+    assert sum(p.numel() for p in model.parameters()) == expected_count(label)
+
+
+def classifier_checkpoint(tmp_path, embedding="complex-order", options=None, vocab=None):
+    grid = GridConfig()
+    settings = dataclasses.replace(grid.fasttext, embedding_dim=4, hidden=3)
+    config = {"dataset": "SST2", "model": "fasttext", "split": "seed-1", "seed": 1, "embedding": embedding,
+              "embedding_options": options or {}, "share_weights": False, "settings": config_to_dict(settings)}
+    vocab = vocab or ["<pad>", "<unk>", "worst", "solid", "film", "the"]
+    torch.manual_seed(0)
+    model = build_model_from_config(config, len(vocab), 2, 20)
+    if embedding == "complex-order":
+        with torch.no_grad():
+            model.embedding.frequency.copy_(torch.tensor(
+                [[0, 0, 0, 0], [9, 9, 9, 9], [1.0, -2.0, 3.0, -2.0], [0.1, 0.1, -0.1, 0.1], [0.5, 0.5, 0.5, 0.5],
+                 [0.0, 0.0, 0.0, 0.4]])[:, : model.embedding.frequency.shape[1]].expand_as(model.embedding.frequency))
+    path = tmp_path / "model.pt"
+    save_checkpoint(path, "classifier", model.state_dict(), config, vocab=vocab, label_names=["neg", "pos"],
+                    max_positions=20, test_accuracy=0.5)
+    return path, model
+
+
+def test_delta_is_the_mean_absolute_frequency_by_hand(tmp_path):
+    path, model = classifier_checkpoint(tmp_path)
+    delta = position_sensitivity(model.embedding)
+    assert torch.allclose(delta[2], torch.tensor((1 + 2 + 3 + 2) / 4))  # |-2| counts as 2
+    assert torch.allclose(delta[3], torch.tensor(0.1)) and torch.allclose(delta[5], torch.tensor(0.1))
+    greatest, smallest = extreme_words(delta, ["<pad>", "<unk>", "worst", "solid", "film", "the"], k=2)
+    assert [w for w, _ in greatest] == ["worst", "film"] and {w for w, _ in smallest} == {"solid", "the"}
+    shared = co.ComplexOrderEmbedding(6, 4, frequency_sharing="word")
+    assert position_sensitivity(shared).shape == (6,) and len(set(position_sensitivity(shared).tolist())) == 1
+
+
+def png_size(path):
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_inspect_writes_the_figures_and_table7(tmp_path):
+    path, _ = classifier_checkpoint(tmp_path)
+    out = tmp_path / "out"
+    logs = []
+    written = inspect_checkpoint(path, out, word="worst", k=3, log=logs.append)
+    assert png_size(written["density"]) == (720, 420) and written["density"].stat().st_size > 5000
+    assert png_size(written["waves"]) == (840, 420) and written["waves"].stat().st_size > 5000
+    table = written["table"].read_text()
+    assert "| greatest δ, descending | worst film the |" in table or "| greatest δ, descending | worst film solid |" in table
+    assert logs[0].startswith("greatest δ: worst film")
+    assert written["dims"] == [0, 3, 2]  # |ω| of "worst" = 1, 2, 3, 2: slowest dim 0, middle (stable) 3, fastest 2
+
+
+
+def test_inspect_bad_input(tmp_path):
+    path, _ = classifier_checkpoint(tmp_path)
+    with pytest.raises(ValueError, match=r"word 'wrost' is not in the checkpoint's vocabulary \(6 words\); near matches: worst"):
+        inspect_checkpoint(path, tmp_path / "o", word="wrost")
+    with pytest.raises(ValueError, match="--dims: dimension 9 is outside 0..3"):
+        inspect_checkpoint(path, tmp_path / "o", word="worst", dims=[9])
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(PermissionError, match="cannot create directory"):
+        inspect_checkpoint(path, blocker / "sub")
+    (tmp_path / "t").mkdir()
+    tpe_path, _ = classifier_checkpoint(tmp_path / "t", "tpe")
+    with pytest.raises(ValueError, match="with a 'tpe' embedding; frequencies exist only for 'complex-order'"):
+        inspect_checkpoint(tpe_path, tmp_path / "o")
+    save_checkpoint(tmp_path / "lm.pt", "language-model", {}, {})
+    with pytest.raises(ValueError, match=r"holds a 'language-model' model, expected 'classifier'"):
+        inspect_checkpoint(tmp_path / "lm.pt", tmp_path / "o")
+    save_checkpoint(tmp_path / "novocab.pt", "classifier", {}, {"a": 1})
+    with pytest.raises(ValueError, match="has no 'vocab' entry"):
+        inspect_checkpoint(tmp_path / "novocab.pt", tmp_path / "o")
+
+
+def test_table4_rendering_with_deltas():
+    grid = ablation_grid()
+    records = []
+    for i, variant in enumerate(grid.resolved_variants()[:3]):
+        for seed in (1, 2):
+            config = unit_config(grid, Unit("SST2", "transformer", variant, f"seed-{seed}"))
+            records.append({"dataset": "SST2", "model": "transformer", "variant": variant.label, "split": f"seed-{seed}",
+                            "test_accuracy": 0.80 - 0.01 * i + 0.002 * seed, "parameters": 123, "vocab_size": V,
+                            "config": config, "finished_at": "t"})
+    text = render_table4(records)
+    assert "| complex-order | r e^{i ω pos} | × | 0.00M |" in text
+    assert "0.793 ± 0.001 | 2 | -0.010 | 0.785 | -0.028 |" in text
+    assert "| vanilla Transformer (TPE) | WE + PE | - | — | — | 4.10M | not measured | 0 |" in text
