@@ -10,7 +10,8 @@ Sections (``--benchmarks``, default all):
 * ``embedding`` -- forward + backward of :class:`complexorder.ComplexOrderEmbedding` against the
   paper's appendix C code (re-implemented here as written) and a plain ``nn.Embedding(V, 2D)``
   lookup (same output bytes: the memory-bound floor), over ``--shapes`` x ``--dims`` x ``--vocabs``,
-  with glibc's default allocator settings and again with a warm heap (see :func:`warm_heap`).
+  with glibc's default allocator settings and again with large blocks kept in the heap (see
+  :func:`keep_large_blocks_in_heap`).
 * ``layers`` -- each complex layer (linear, conv, attention) against its real counterpart.
 * ``epoch`` -- seconds per training epoch of each classifier, complex-order / TPE (paper Fig. 2),
   on the MR sentences.
@@ -29,6 +30,7 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,12 +50,17 @@ from complexorder.data.paths import require_file, resolve_data_dir
 from complexorder.experiments.training import parameter_groups
 from complexorder.models import build_classifier
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling report module, also when imported by path
+from speed_report import ratio, render  # noqa: E402
+
 BENCHMARKS = ("embedding", "layers", "epoch", "memory")
 SHAPES = {"32x50": (32, 50), "16x512": (16, 512)}
 DIMS = (300, 512)
 VOCABS = (20_000, 270_000)
 MODELS = ("fasttext", "cnn", "lstm", "transformer")
 LAYERS = ("linear", "conv", "attention")
+GLIBC_DEFAULT = "glibc default"
+HEAP_KEPT = "large blocks kept in the heap (mallopt M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB)"
 RESULTS = Path(__file__).resolve().parent / "results" / "speed.md"
 
 
@@ -131,7 +138,7 @@ def loadavg() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def warm_heap() -> bool:
+def keep_large_blocks_in_heap() -> bool:
     """Keep freed memory in glibc's heap (no mmap for large blocks, no trimming).
 
     By default glibc serves blocks above 32 MB with a fresh ``mmap`` and returns them on free, so
@@ -149,11 +156,26 @@ def warm_heap() -> bool:
 Step = Callable[[], None]
 
 
-def interleaved(candidates: dict[str, tuple[Step, Step]], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Time ``step`` of each candidate ``rounds`` times, rotating the order every round.
+def cpu_seconds() -> float:
+    """CPU time of this process (user + system, page faults included).
+
+    Other jobs share the machine; wall-clock time would mostly measure how long this process
+    waited for a core. With one torch thread (the default here) CPU time is the step's cost.
+    """
+    return time.process_time()
+
+
+def page_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def interleaved(candidates: dict[str, tuple[Step, Step]], rounds: int, warmup: int = 1,
+                faults: dict[str, list[int]] | None = None) -> dict[str, list[float]]:
+    """CPU-time ``step`` of each candidate ``rounds`` times, rotating the order every round.
 
     ``candidates`` maps a name to ``(step, reset)``; ``reset`` (e.g. dropping the gradients, as
-    ``zero_grad(set_to_none=True)``) runs after each step, outside the timed region.
+    ``zero_grad(set_to_none=True)``) runs after each step, outside the timed region. Page faults
+    per step are appended to ``faults[name]`` when given.
     """
     names = list(candidates)
     for _ in range(warmup):
@@ -166,25 +188,13 @@ def interleaved(candidates: dict[str, tuple[Step, Step]], rounds: int, warmup: i
         k = r % len(names)
         for name in names[k:] + names[:k]:
             step, reset = candidates[name]
-            start = time.perf_counter()
+            f0, start = page_faults(), cpu_seconds()
             step()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(cpu_seconds() - start)
+            if faults is not None:
+                faults.setdefault(name, []).append(page_faults() - f0)
             reset()
     return times
-
-
-def ratio(times: dict[str, list[float]], a: str, b: str) -> float:
-    """Median over rounds of ``time(a) / time(b)`` (paired by round)."""
-    return statistics.median(x / y for x, y in zip(times[a], times[b]))
-
-
-def fmt_ms(ts: list[float]) -> str:
-    return f"{statistics.median(ts) * 1e3:.1f} ({min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f})"
-
-
-def fmt_ratio(times: dict[str, list[float]], a: str, b: str) -> str:
-    rs = [x / y for x, y in zip(times[a], times[b])]
-    return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
 
 
 def drop_grads(module: nn.Module) -> Step:
@@ -258,8 +268,11 @@ def bench_embedding(args: argparse.Namespace, regime: str) -> list[dict]:
                 for name in EMBEDDING_CANDIDATES:
                     module = make_embedding(name, vocab, dim)
                     cands[name] = (embedding_step(module, tokens, grad), drop_grads(module))
-                times = interleaved(cands, args.rounds)
-                rows.append({"regime": regime, "shape": shape, "dim": dim, "vocab": vocab, "times": times})
+                faults: dict[str, list[int]] = {}
+                times = interleaved(cands, args.rounds, faults=faults)
+                rows.append({"regime": regime, "shape": shape, "dim": dim, "vocab": vocab, "times": times,
+                             "fault_mib": {k: statistics.median(v) * resource.getpagesize() / 2**20
+                                           for k, v in faults.items()}})
                 del cands
                 print(f"  embedding [{regime}] {shape} D={dim} V={vocab}: ours/floor {ratio(times, 'ours', 'floor'):.2f}, "
                       f"appendix C/ours {ratio(times, 'appendix C', 'ours'):.2f}", flush=True)
@@ -377,8 +390,8 @@ def epoch_candidate(arch: str, name: str, vocab: int, batches: list) -> Callable
     return run_block
 
 
-def bench_epoch(args: argparse.Namespace) -> tuple[list[dict], dict]:
-    data, vocab = load_mr(args.data_dir)
+def bench_epoch(args: argparse.Namespace, mr: tuple[EncodedDataset, int]) -> tuple[list[dict], dict]:
+    data, vocab = mr
     batch_size = 50
     gen = torch.Generator().manual_seed(0)
     # min_length 5: the CNN's widest filter; every model sees the same padded batches
@@ -396,9 +409,9 @@ def bench_epoch(args: argparse.Namespace) -> tuple[list[dict], dict]:
         for r in range(rounds):
             names = list(cands)[r % len(cands):] + list(cands)[:r % len(cands)]
             for name in names:
-                start = time.perf_counter()
+                start = cpu_seconds()
                 cands[name](r + 1)
-                times[name].append(time.perf_counter() - start)
+                times[name].append(cpu_seconds() - start)
         rows.append({"model": arch, "times": times})
         print(f"  epoch {arch}: complex-order/tpe {ratio(times, 'complex-order', 'tpe'):.2f}", flush=True)
     info = {"sentences": len(data), "vocab": vocab, "batch_size": batch_size, "batches": len(all_batches),
@@ -459,126 +472,6 @@ def bench_memory(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
-# --------------------------------------------------------------------------------- report
-
-
-def _table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
-    return out + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
-
-
-def _check(value: float, target: float, at_most: bool) -> str:
-    ok = value <= target if at_most else value >= target
-    return "yes" if ok else f"**no** ({value / target:.2f}x the target)" if at_most else f"**no** ({value:.2f}x)"
-
-
-def render_embedding(rows: list[dict]) -> list[str]:
-    lines = []
-    for regime in dict.fromkeys(r["regime"] for r in rows):
-        lines += ["", f"### Allocator: {regime}", ""]
-        body = []
-        for r in (r for r in rows if r["regime"] == regime):
-            t = r["times"]
-            body.append([r["shape"], r["dim"], f"{r['vocab']:,}", fmt_ms(t["floor"]), fmt_ms(t["ours"]),
-                         fmt_ratio(t, "ours", "floor"), fmt_ratio(t, "appendix C", "ours"),
-                         fmt_ratio(t, "ours+theta", "floor"), fmt_ratio(t, "appendix C", "ours+theta"),
-                         fmt_ratio(t, "ours sparse", "floor"), fmt_ratio(t, "ours sparse", "floor sparse")])
-        lines += _table(["BxL", "D", "V", "floor ms", "ours ms", "ours / floor", "appendix C / ours",
-                         "ours+theta / floor", "appendix C / ours+theta", "ours sparse / floor",
-                         "ours sparse / floor sparse"], body)
-        lines += ["", "Targets (ours = default, no initial phase; ours+theta = the same three tables as appendix C):", ""]
-        body = []
-        for r in (r for r in rows if r["regime"] == regime):
-            t = r["times"]
-            body.append([r["shape"], r["dim"], f"{r['vocab']:,}",
-                         _check(ratio(t, "appendix C", "ours"), 2.0, False),
-                         _check(ratio(t, "appendix C", "ours+theta"), 2.0, False),
-                         _check(ratio(t, "ours", "floor"), 1.3, True),
-                         _check(ratio(t, "ours+theta", "floor"), 1.3, True),
-                         _check(ratio(t, "ours sparse", "floor"), 1.3, True)])
-        lines += _table(["BxL", "D", "V", ">= 2x faster than appendix C (ours)", "(ours+theta)",
-                         "<= 1.3x floor (ours)", "(ours+theta)", "(ours sparse)"], body)
-    return lines
-
-
-def render_layers(rows: list[dict]) -> list[str]:
-    body = []
-    for r in rows:
-        t = r["times"]
-        body.append([r["layer"], r["workload"], fmt_ms(t["real D"]), fmt_ms(t["real 2D"]), fmt_ms(t["complex"]),
-                     fmt_ms(t["complex shared"]), fmt_ratio(t, "complex", "real D"), fmt_ratio(t, "complex", "real 2D"),
-                     fmt_ratio(t, "complex shared", "real D"), fmt_ratio(t, "complex shared", "real 2D")])
-    return _table(["layer", "workload", "real D ms", "real 2D ms", "complex ms", "complex shared ms",
-                   "complex / real D", "complex / real 2D", "shared / real D", "shared / real 2D"], body)
-
-
-def render_epoch(rows: list[dict], info: dict) -> list[str]:
-    body = []
-    per_epoch = info["batches"] / info["timed_batches"]
-    for r in rows:
-        t = r["times"]
-        sec = {name: sum(v) * per_epoch for name, v in t.items()}
-        body.append([r["model"], f"{sec['tpe']:.1f}", f"{sec['complex-order']:.1f}",
-                     fmt_ratio(t, "complex-order", "tpe"), _check(ratio(t, "complex-order", "tpe"), 1.25, True),
-                     fmt_ratio(t, "complex-vanilla", "tpe"), fmt_ratio(t, "complex-order", "complex-vanilla"),
-                     fmt_ratio(t, "complex-order shared", "tpe"),
-                     f"{sec['tpe sparse']:.1f}", f"{sec['complex-order sparse']:.1f}",
-                     fmt_ratio(t, "complex-order sparse", "tpe sparse")])
-    return _table(["model", "TPE s/epoch", "complex-order s/epoch", "complex-order / TPE", "<= 1.25x",
-                   "complex-vanilla / TPE", "complex-order / complex-vanilla", "complex-order shared / TPE",
-                   "TPE sparse s/epoch", "complex-order sparse s/epoch", "sparse: complex-order / TPE"], body)
-
-
-def render_memory(rows: list[dict]) -> list[str]:
-    floor = next(r for r in rows if r["candidate"] == "floor")
-    body = [[r["candidate"], f"{r['peak_mib']:.0f}", f"{r['peak_mib'] / floor['peak_mib']:.2f}",
-             f"{r['saved_mib']:.0f}", f"{r['grad_mib']:.0f}"] for r in rows]
-    return _table(["candidate", "peak MiB above start", "peak / floor", "saved for backward MiB",
-                   "gradients MiB"], body)
-
-
-def render(args: argparse.Namespace, command: str, info: dict, load: tuple[str, str], sections: dict,
-           elapsed: float) -> str:
-    lines = ["# Speed and memory (issue 7)", "",
-             f"Written by `{command}` in {elapsed / 60:.1f} minutes, {time.strftime('%Y-%m-%d %H:%M %Z')}.",
-             "Every ratio is the median over interleaved rounds of paired timings in this one process and run",
-             "(range over rounds in brackets); times are median (min-max) in ms. Other jobs share this machine:",
-             f"load average (1/5/15 min) before: {load[0]}, after: {load[1]}.", "",
-             *_table(["machine", ""], [[k, v] for k, v in info.items()])]
-    text_path = Path(__file__).with_name("speed_notes.md")
-    if "embedding" in sections:
-        lines += ["", "## 1. ComplexOrderEmbedding forward + backward", "",
-                  "Floor: `nn.Embedding(V, 2D)` (the same output bytes). Appendix C: the paper's code as written "
-                  "(three tables, `% (2 pi)` of the phase table and a `[B, L, D]` position tensor every forward). "
-                  f"Rounds: {args.rounds}; gradients dropped after every step (as `zero_grad(set_to_none=True)`).",
-                  *render_embedding(sections["embedding"])]
-    if "layers" in sections:
-        lines += ["", "## 2. Complex layers against real ones (forward + backward)", "",
-                  "real D: the real layer at the complex layer's width; real 2D: at twice the width "
-                  "(the complex input's real numbers; the same multiply-adds as a full complex product).",
-                  "", *render_layers(sections["layers"])]
-    if "epoch" in sections:
-        rows, info_e = sections["epoch"]
-        lines += ["", "## 3. Seconds per training epoch, complex-order / TPE (paper Fig. 2)", "",
-                  f"MR, {info_e['sentences']} sentences, vocabulary {info_e['vocab']:,} (lower-cased, whitespace "
-                  f"tokens), batch {info_e['batch_size']}, Adam (lr 1e-3, gradient clipping 5), D = 300 "
-                  f"(Transformer: 256, 8 heads). Timed: {info_e['timed_batches']} of the {info_e['batches']} "
-                  f"batches of one epoch ({info_e['rounds']} interleaved rounds of {info_e['per_round']} batches), "
-                  "scaled up to the whole epoch. Sparse: `sparse=True` tables with SparseAdam, Adam for the rest.",
-                  "", *render_epoch(rows, info_e)]
-    if "memory" in sections:
-        b, length, dim, vocab = MEMORY_SHAPE
-        lines += ["", f"## 4. Peak memory of the embedding at L = {length} (B = {b}, D = {dim}, V = {vocab:,})", "",
-                  "Method: each candidate runs in a fresh process; after a warm-up step and `malloc_trim(0)` the "
-                  "kernel's peak-RSS counter is reset (`/proc/self/clear_refs` = 5) and one forward + backward is run; "
-                  "peak = VmHWM - VmRSS before the step (output, saved tensors, gradient tables and transients). "
-                  "Saved: bytes of the tensors autograd keeps for backward (parameters excluded), via "
-                  "`torch.autograd.graph.saved_tensors_hooks`.", "", *render_memory(sections["memory"])]
-    if text_path.exists():
-        lines += ["", text_path.read_text().strip()]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(argv)
@@ -589,28 +482,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.memory_probe is not None:
         print(json.dumps(memory_probe(check_names("memory candidate", [args.memory_probe], MEMORY_CANDIDATES)[0])))
         return 0
-    command = " ".join(["python", "benchmarks/speed.py", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        mr = load_mr(args.data_dir) if "epoch" in args.benchmarks else None  # fail before any timing
+    except FileNotFoundError as err:
+        print(f"speed.py: error: {err}", file=sys.stderr)
+        return 2
+    env = f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} " if "OMP_NUM_THREADS" in os.environ else ""
+    command = env + " ".join(["python", "benchmarks/speed.py", *(sys.argv[1:] if argv is None else argv)])
     info = machine_info()
     load_before = loadavg()
     print(f"machine: {info}\nload average before: {load_before}", flush=True)
     start = time.perf_counter()
-    sections: dict = {}
-    try:
-        if "layers" in args.benchmarks:
-            sections["layers"] = bench_layers(args)
-        if "epoch" in args.benchmarks:
-            sections["epoch"] = bench_epoch(args)
-        if "memory" in args.benchmarks:
-            sections["memory"] = bench_memory(args)
-        if "embedding" in args.benchmarks:
-            rows = bench_embedding(args, "glibc default")
-            sections["warm_heap"] = warm_heap()
-            if sections["warm_heap"]:
-                rows += bench_embedding(args, "warm heap")
-            sections["embedding"] = rows
-    except (FileNotFoundError, ValueError) as err:
-        print(f"speed.py: error: {err}", file=sys.stderr)
-        return 2
+    sections: dict = {"minutes": {}}
+
+    def timed(name: str, run: Callable[[], object]) -> object:
+        t0 = time.perf_counter()
+        result = run()
+        sections["minutes"][name] = (time.perf_counter() - t0) / 60
+        return result
+    if "layers" in args.benchmarks:
+        sections["layers"] = timed("layers", lambda: bench_layers(args))
+    if "epoch" in args.benchmarks:
+        sections["epoch"] = timed("epoch", lambda: bench_epoch(args, mr))
+    if "memory" in args.benchmarks:
+        sections["memory"] = timed("memory", lambda: bench_memory(args))
+        sections["memory_shape"] = MEMORY_SHAPE
+    if "embedding" in args.benchmarks:
+        rows = timed("embedding (glibc default)", lambda: bench_embedding(args, GLIBC_DEFAULT))
+        if keep_large_blocks_in_heap():
+            rows += timed("embedding (heap kept)", lambda: bench_embedding(args, HEAP_KEPT))
+        sections["embedding"] = rows
     text = render(args, command, info, (load_before, loadavg()), sections, time.perf_counter() - start)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

@@ -3,17 +3,39 @@
 Two implementations of paper Eq. 5 live here:
 
 * :func:`complex_order_embedding_reference` -- the plain autograd path, written as the
-  equation reads (gather, multiply, ``torch.polar``). It is the reference the tests hold
-  every faster path to.
+  equation reads (gather, multiply, ``cos``/``sin``). It is the reference the tests
+  (``tests/test_fast_paths.py``) hold every faster path to.
 * :func:`complex_order_embedding` -- the fused path used by
   :class:`complexorder.ComplexOrderEmbedding`: one custom autograd function that gathers
-  the rows once, computes ``cos``/``sin`` once, saves only the unit phasor for backward and
-  scatters the gradients straight into the parameter tables (dense, or sparse like
-  ``nn.Embedding(sparse=True)``).
+  the rows once, computes ``cos``/``sin`` once, writes the interleaved complex output
+  directly, saves only the unit phasor for backward and scatters the gradients straight into
+  the parameter tables (dense, or sparse like ``nn.Embedding(sparse=True)``).
 
 Parameters may be *shared*: a table is ``[V, D]`` (one value per word and dimension),
 ``[1, D]`` (word-sharing: all words share one value per dimension) or ``[V, 1]``
 (dimension-sharing: one value per word). Both functions accept any of these shapes.
+
+Speed (``benchmarks/speed.py``, results in ``benchmarks/results/speed.md``): a dense
+``[V, D]`` gradient is a zero-filled table per parameter, the same bytes as the gradient of
+``nn.Embedding(V, 2D)``; with large vocabularies this fill dominates the step, and
+``sparse=True`` removes it. Sparse gradients need a sparse-aware optimizer for the tables and an
+ordinary one for everything else::
+
+    emb = ComplexOrderEmbedding(270_000, 300, padding_idx=0, sparse=True)
+    model = build_classifier("cnn", emb, num_classes=2)
+    tables = [p for p in emb.parameters() if p.shape[0] != 1]   # per-word [V, *] tables: sparse grads
+    ids = {id(p) for p in tables}
+    optimizers = [torch.optim.SparseAdam(tables, lr=1e-3),
+                  torch.optim.Adam([p for p in model.parameters() if id(p) not in ids], lr=1e-3)]
+    ...
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if id(p) not in ids], 5.0)  # dense only
+    for opt in optimizers:
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+(word-shared ``[1, D]`` tables always get dense gradients and belong with Adam;
+``torch.nn.utils.clip_grad_norm_`` does not accept sparse gradients.)
 """
 
 from __future__ import annotations
@@ -79,9 +101,9 @@ def complex_order_embedding_reference(
 def _cos_sin(phase: Tensor) -> tuple[Tensor, Tensor]:
     """``(cos(phase), sin(phase))``; the sine overwrites ``phase`` (a buffer the caller owns).
 
-    On the CPU, float32 goes through NumPy's SIMD ``cos``/``sin`` (about 2.5x faster than
-    ``torch.cos``/``torch.sin`` on AVX-512 in ``benchmarks/speed.py``'s runs, within 1-2 ulp of
-    them); other dtypes and devices use torch.
+    On the CPU, float32 goes through NumPy's SIMD ``cos``/``sin``: about 2.5x faster than
+    ``torch.cos``/``torch.sin`` (torch 2.13, AVX-512, 1M values, one thread, timed interleaved)
+    and within 1-2 ulp of them. Other dtypes and devices use torch.
     """
     if phase.device.type == "cpu" and phase.dtype == torch.float32 and phase.is_contiguous() and phase.numel():
         p = phase.numpy()
@@ -115,7 +137,7 @@ def _table_grad(grad: Tensor, shape: torch.Size, flat: Tensor, pad_rows: Tensor 
 
 
 class _ComplexOrderWave(torch.autograd.Function):
-    """Fused forward/backward of Eq. 5. Saves tokens, positions and the unit phasor only.
+    """Fused forward/backward of Eq. 5. Saves tokens, positions, the unit phasor and the gathered amplitudes.
 
     Forward: the phase is computed in place on the gathered frequency rows (or, for a
     word-shared frequency without per-word phase, once per *position* rather than per token),
@@ -154,7 +176,9 @@ class _ComplexOrderWave(torch.autograd.Function):
                 out.view(n, 2 * dim).index_fill_(0, pad_rows, 0.0)
             else:
                 pad_rows = None
-        ctx.save_for_backward(tokens, positions, cos, sin, amplitude, pad_rows)
+        # r is kept too (one more [.., D] tensor): gathering it again in backward costs ~6% of the step.
+        ctx.save_for_backward(tokens, positions, cos, sin, r, pad_rows)
+        ctx.amplitude_shape = amplitude.shape
         ctx.shapes = (frequency.shape, None if initial_phase is None else initial_phase.shape)
         ctx.padding_idx = padding_idx
         ctx.sparse = sparse
@@ -163,7 +187,7 @@ class _ComplexOrderWave(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
-        tokens, positions, cos, sin, amplitude, pad_rows = ctx.saved_tensors
+        tokens, positions, cos, sin, r, pad_rows = ctx.saved_tensors
         freq_shape, theta_shape = ctx.shapes
         flat = tokens.reshape(-1)
         g = torch.view_as_real(grad_out)
@@ -173,10 +197,10 @@ class _ComplexOrderWave(torch.autograd.Function):
         table_grad = lambda grad, shape: _table_grad(grad, shape, flat, pad_rows, ctx.padding_idx,  # noqa: E731
                                                      ctx.sparse)
         if need_r:
-            grad_r = table_grad((g_re * cos).addcmul_(g_im, sin), amplitude.shape)
+            grad_r = table_grad((g_re * cos).addcmul_(g_im, sin), ctx.amplitude_shape)
         if need_w or need_theta:
             # d out / d phase = i * out  =>  dL/dphase = Re(conj(g) * i * out) = r (g_im cos - g_re sin)
-            grad_phase = (g_im * cos).addcmul_(g_re, sin, value=-1).mul_(gather_rows(amplitude, tokens))
+            grad_phase = (g_im * cos).addcmul_(g_re, sin, value=-1).mul_(r)
             if need_theta:
                 grad_theta = table_grad(grad_phase, theta_shape)
             if need_w:
@@ -207,9 +231,12 @@ def complex_order_embedding(
     """Fused paper Eq. 5; same contract and result as :func:`complex_order_embedding_reference`.
 
     Gradients flow to ``amplitude``, ``frequency`` and ``initial_phase`` (not to ``positions``,
-    which are treated as data). With ``sparse=True`` the gradients of per-word ``[V, *]``
-    tables are ``torch.sparse_coo_tensor`` (pair them with ``torch.optim.SparseAdam``, ``SGD``
-    or ``Adagrad``); word-shared ``[1, D]`` tables always get dense gradients.
+    which are treated as data); the function is differentiable once (no double backward: use the
+    reference for that). With ``sparse=True`` the gradients of per-word ``[V, *]`` tables are
+    uncoalesced ``torch.sparse_coo_tensor`` over the batch's token rows, padding rows left out, as
+    ``nn.Embedding(sparse=True)`` gives: pair them with ``torch.optim.SparseAdam`` (or ``SGD``,
+    ``Adagrad``) and the other parameters with ``Adam`` (see the module docstring). Word-shared
+    ``[1, D]`` tables always get dense gradients.
     """
     return _ComplexOrderWave.apply(tokens, positions, amplitude, frequency, initial_phase,
                                    padding_idx, sparse)
