@@ -2,6 +2,7 @@
 
 import json
 import math
+import zipfile
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
 from complexorder.config import config_from_dict
 from complexorder.data.text8 import (PROXY_SOURCES, TEXT8_ALPHABET, build_proxy_corpus, decode_text8,
-                                     encode_text8, load_corpus, normalise_text8)
+                                     encode_text8, load_corpus, normalise_text8, prepare_text8)
 from complexorder.experiments.language_model import (LMConfig, batchify, evaluate_bpc, evaluate_checkpoint,
                                                      train_language_model)
 from complexorder.experiments.language_model_cli import load_lm_config, shipped_configs
@@ -226,6 +227,15 @@ def test_corpus_errors(tmp_path):
         batchify(torch.zeros(100, dtype=torch.uint8), 4, 32, "train")
     with pytest.raises(FileNotFoundError, match="source directory .* does not exist"):
         build_proxy_corpus(tmp_path / "missing", tmp_path / "out")
+    (tmp_path / "text8").write_text("a short file")
+    with pytest.raises(ValueError, match="text8 has 100,000,000 characters, this file 12"):
+        prepare_text8(tmp_path / "text8", tmp_path / "t8")
+    with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
+        zf.writestr("other", "x")
+    with pytest.raises(ValueError, match="zip archive without a 'text8' member"):
+        prepare_text8(tmp_path / "text8.zip", tmp_path / "t8")
+    with pytest.raises(FileNotFoundError, match="download it from http://mattmahoney.net/dc/text8.zip"):
+        prepare_text8(tmp_path / "absent.zip", tmp_path / "t8")
 
 
 # --------------------------------------------------------------------------------------
@@ -304,6 +314,12 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--mem-len", "-3", "--no-progress"]) == 2
     assert "mem_len must be >= 0, got -3" in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--tgt-len", "0"]) == 2
+    assert "tgt_len and batch_size must be positive, got 0 and 4" in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--splits", "dev"]) == 2
+    assert "--splits: unknown split 'dev'" in capsys.readouterr().err
 
 
 def test_shipped_configs_load():

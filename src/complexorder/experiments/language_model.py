@@ -315,6 +315,8 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
         raise ValueError(f"checkpoint {checkpoint} has no usable language-model config: {exc}") from None
     settings = {**config_to_dict(cfg.eval), **{k: v for k, v in (overrides or {}).items() if v is not None}}
     ev = config_from_dict(settings, EvalSettings, where="evaluation settings")
+    if ev.tgt_len <= 0 or ev.batch_size <= 0:
+        raise ValueError(f"tgt_len and batch_size must be positive, got {ev.tgt_len} and {ev.batch_size}")
     check_lengths(ev.mem_len, ev.same_length, where="mem_len")
     model = build_model(cfg)
     try:

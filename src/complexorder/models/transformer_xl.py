@@ -35,6 +35,14 @@ exact for integer positions up to ``2**24`` with a rounding error of about
 released code does); it keeps positions small but gives a memory token and a current token at
 the same offset the same phase. The relative attention is unaffected by either choice.
 
+A bounded embedding does not make a bounded *sensitivity*: ``d f / d w = i pos f`` grows with the
+position, so one optimiser step that moves a frequency by ``dw`` turns the phase at stream position
+``pos`` by ``pos dw``. Far into a stream (hundreds of thousands of characters per batch row) every
+step scrambles the phases and the embedding stops identifying characters: on the CPU benchmark
+(``benchmarks/results/table6.md``) "stream" positions left the model at unigram statistics
+(validation BPC 4.1 against 2.3-2.4 for the other runs after 1,500 steps), while "segment"
+positions trained normally. The shipped configs therefore set ``position_mode = "segment"``.
+
 Examples::
 
     >>> cfg = TransformerXLConfig(vocab_size=27, n_layer=2, n_head=2, d_model=16, d_head=8,
