@@ -146,7 +146,9 @@ def phase_table(args, root: Path) -> None:
                 f"{float(paper.get(PAPER_ROW['complex-order'], 'nan')) - float(paper.get(PAPER_ROW['vanilla'], 'nan')):+.1f}; "
                 f"the issue's target: at least +1).")
     any_test = next(iter(test_bleu.values()))
-    text = TEMPLATE.format(table="\n".join(rows), commands="\n".join(commands), diff=diff,
+    steps = last["progress"]["step"]
+    per_epoch = json.loads((root / args.variants[-1] / "log.jsonl").read_text().splitlines()[0])["step"]
+    text = TEMPLATE.format(table="\n".join(rows), steps=steps, epochs=f"{steps / per_epoch:.3g}", commands="\n".join(commands), diff=diff,
                            sig_detok=any_test["bleu_signature"], sig_lc=any_test["bleu_tok_lc_signature"],
                            machine=f"{platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs, "
                                    f"torch {torch.__version__}")
@@ -181,8 +183,8 @@ every figure comes from the commands listed below, on the real Multi30k files
 
 - **Not the paper's model or budget.** The paper trains 6 + 6 layers, width 512, 8 heads on a GPU.
   There is no GPU here, so these are CPU-sized models (3 + 3 layers, 4 heads; configs
-  `cpu-vanilla`, `cpu-complex-vanilla`, `cpu-complex-order`) trained for the same 3,200 steps of 64
-  sentence pairs (about 7 epochs), far from convergence. Absolute BLEU is therefore well below the
+  `cpu-vanilla`, `cpu-complex-vanilla`, `cpu-complex-order`) trained for the same {steps:,} steps of 64
+  sentence pairs ({epochs} epochs), far from convergence. Absolute BLEU is therefore well below the
   paper's; only the comparison between the three rows at equal budget is meaningful, and it rests
   on one seed per model (no variance estimate; differences below about 1 BLEU are within what
   seeds alone usually move on Multi30k).
