@@ -281,6 +281,14 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(tmp_path / "in.en"),
                  "--output", str(tmp_path / "out.de"), "--beam-size", "2"]) == 0
     assert (tmp_path / "out.de").read_text(encoding="utf-8") == "zwei sechs\n\nvier vier eins\n"
+    # a sentence longer than the training limit (data.max_tokens = 12) is translated in full
+    seen = []
+    model.src_embedding.register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0].shape[-1]))
+    long = " ".join(["two", "four", "six"] * 6)
+    from complexorder.experiments.translation import translate_sentences
+
+    output = translate_sentences(model, tokenizer, [long], dataclasses.replace(config.decode, beam_size=1))[0]
+    assert seen[0] == 19 and output  # the encoder saw all 18 words + </s>
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output",
                  str(tmp_path / "avg.pt")]) == 0
     load_translator(tmp_path / "avg.pt")
