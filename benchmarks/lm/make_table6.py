@@ -13,6 +13,21 @@ from pathlib import Path
 
 VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
 HERE = Path(__file__).resolve().parent
+CALIBRATION = {
+    "vanilla": "stage 1: reference (first corpus build)",
+    "complex-order-stream": "stage 1: positions counting across segments (first corpus build)",
+    "complex-order-segment": "stage 2: positions restarting in every segment, sinusoidal frequencies",
+    "complex-vanilla": "stage 2: reference",
+    "complex-order-segment-zeros": "stage 3: positions per segment, frequencies starting at 0",
+}
+CALIBRATION_COMMANDS = {
+    "vanilla": (1, "--embedding vanilla --set model.position_mode=stream"),
+    "complex-order-stream": (1, "--embedding complex-order --set model.position_mode=stream"),
+    "complex-order-segment": (2, "--embedding complex-order --set model.position_mode=segment"),
+    "complex-vanilla": (2, "--embedding complex-vanilla --set model.position_mode=stream"),
+    "complex-order-segment-zeros": (3, "--embedding complex-order --set model.position_mode=segment "
+                                       "--set model.frequency_init=zeros"),
+}
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -114,19 +129,21 @@ def main() -> None:
     for run in sorted(p for p in calib.glob("*") if p.is_dir()):
         s = run_summary(run)
         if s:
-            rows.append(f"| {run.name} | {s['steps']:,} | " + " / ".join(f"{fmt(b)}" for _, b in s["curve"]) + " |")
+            rows.append(f"| {run.name} | {CALIBRATION.get(run.name, '')} | {s['steps']:,} | "
+                        + " / ".join(f"{fmt(b)}" for _, b in s["curve"]) + " |")
     if rows:
         lines += ["", "## Choices made on the validation split (short runs, never the test split)", "",
                   "`benchmarks/lm/calibrate.sh`: the proxy_cpu config for 1,500 steps, validation BPC on the first "
                   f"{t['eval_max_chars']:,} validation characters every 500 steps.", "",
-                  "| run | steps | valid BPC at 500 / 1000 / 1500 steps |", "|---|---:|---|", *rows]
+                  "| run | what it tests | steps | valid BPC at 500 / 1000 / 1500 steps |", "|---|---|---:|---|",
+                  *rows]
     lines += ["", "## Commands", "", "```bash",
               "# everything below, resumable: benchmarks/lm/run_table6.sh ../shared/data runs/lm/table6",
               f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus"]
     for v in VARIANTS:
         s = summaries[v]
-        extra = " --set model.position_mode=segment" if s and v == "complex-order" and \
-            s["config"]["model"]["position_mode"] == "segment" else ""
+        init = s["config"]["model"]["frequency_init"] if s else "sinusoidal"
+        extra = f" --set model.frequency_init={init}" if v == "complex-order" and init != "sinusoidal" else ""
         lines.append(f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus "
                      f"--out {runs}/{v} --embedding {v}{extra}")
     for v in VARIANTS:
@@ -135,7 +152,16 @@ def main() -> None:
         lines.append(f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {runs}/{v}/best.pt --corpus {runs}/corpus "
                      f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length "
                      f"--results {runs}/eval_train_lengths.jsonl")
-    lines += [f"python benchmarks/lm/make_table6.py --runs {runs} --out benchmarks/results/table6.md", "```", ""]
+    lines += [f"python benchmarks/lm/make_table6.py --runs {runs} --out benchmarks/results/table6.md", "",
+              "# calibration on the validation split: benchmarks/lm/calibrate.sh STAGE CORPUS runs/lm/calibrate"]
+    for name, (stage, args_) in CALIBRATION_COMMANDS.items():
+        corpus = "runs/lm/corpus" if stage == 1 else f"{runs}/corpus"
+        lines.append(f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {corpus} "
+                     f"--out runs/lm/calibrate/{name} --max-steps 1500 --set train.eval_interval=500 {args_}")
+    lines += ["```", "",
+              "Stage 1 used `runs/lm/corpus`, a first build of the proxy corpus by commit 978f2e4, before SST's "
+              "`-LRB-`/`-RRB-` tokens were read as brackets (they stayed in the text as the words *lrb*/*rrb*); "
+              "every other run uses the final build.", ""]
     notes = Path(args.notes)
     if notes.exists():
         lines += [notes.read_text().rstrip(), ""]
