@@ -116,9 +116,9 @@ def findings(sections: dict) -> list[str]:
         out += [
             "- Why ours is above the floor: the floor gathers and scatters `2D` numbers per token and nothing "
             "else. Ours moves the same bytes (two `[V, D]` tables are one `[V, 2D]`) and on top evaluates `2D` "
-            "cosines/sines per token (NumPy SIMD, ~0.5 ns each) and makes about eight elementwise passes over "
-            "`[B, L, D]` (phase, interleaved complex writes, the four multiply-adds of the backward), two of them "
-            "strided. Where the `[V, D]` zero-fill is small (V = 20k) and B x L large, those passes set the "
+            "cosines/sines per token (NumPy SIMD, ~0.5 ns each) and makes about nine elementwise passes over "
+            "`[B, L, D]` (the phase, the interleaved complex writes, the four multiply-adds of the backward, two "
+            "scalings), six of them on the interleaved (strided) complex layout. Where the `[V, D]` zero-fill is small (V = 20k) and B x L large, those passes set the "
             "ratio; eager PyTorch cannot fuse them (a single gather-sincos-store kernel in C++ or Triton could).",
             "- Why the allocator matters: glibc serves blocks above 32 MB with a fresh `mmap` each time, so "
             "every such output and gradient table is page-faulted in (kernel zero-fill) on every step; the "

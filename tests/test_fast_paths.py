@@ -77,11 +77,12 @@ def test_fused_equals_reference_for_every_sharing_scheme(freq_share, amp_share, 
             assert torch.allclose(dense(g), ref_g, atol=1e-10, rtol=0), pos_name
 
 
-@pytest.mark.parametrize("loss_name", ["real part", "modulus", "view_as_real", "imag slice"])
+@pytest.mark.parametrize("loss_name", ["real part", "modulus", "view_as_real", "imag slice", "conjugate"])
 def test_fused_gradients_for_strided_and_broadcast_upstream_gradients(loss_name):
     """``.sum()`` and slicing hand the backward expanded or strided gradients; results must not change."""
     loss = {"real part": lambda z: z.real.sum(), "modulus": lambda z: z.abs().sum(),
-            "view_as_real": lambda z: torch.view_as_real(z).sum(), "imag slice": lambda z: z[:, ::2].imag.sum()}
+            "view_as_real": lambda z: torch.view_as_real(z).sum(), "imag slice": lambda z: z[:, ::2].imag.sum(),
+            "conjugate": lambda z: (z.conj() * torch.linspace(-1, 1, D, dtype=D64) * 1j).real.sum()}
     tokens = torch.randint(0, V, (3, 11), generator=torch.Generator().manual_seed(1))
     r, w, theta = tables(None, None, True)
     ((out, grads), (_, ref_grads)), _ = both_paths(tokens, torch.arange(11, dtype=D64), r, w, theta, 0, False,
