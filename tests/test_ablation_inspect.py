@@ -40,7 +40,7 @@ def expected_count(label: str) -> int:
 def test_the_ablation_config_holds_the_paper_rows_in_order():
     grid = ablation_grid()
     assert [v.label for v in grid.resolved_variants()] == [row[0] for row in PAPER_ROWS]
-    assert grid.datasets == ["SST2"] and grid.models == ["transformer"]
+    assert grid.datasets == ["SST2-sent"] and grid.models == ["transformer"]
 
 
 @pytest.mark.parametrize("label", [row[0] for row in PAPER_ROWS])

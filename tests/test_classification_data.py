@@ -12,7 +12,8 @@ from complexorder.data.vectors import load_word_vectors, vectors_for_vocabulary
 from complexorder.data.vocab import Vocabulary
 
 SIZES = {"MR": {"all": 10662}, "SUBJ": {"all": 10000}, "CR": {"all": 3771}, "MPQA": {"all": 10603},
-         "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 4906, "dev": 546, "test": 500}}
+         "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 4906, "dev": 546, "test": 500},
+         "SST2-sent": {"train": 6920, "dev": 872, "test": 1821}}
 
 
 @pytest.mark.parametrize("name", list(DATASETS))
@@ -61,7 +62,7 @@ def test_missing_files_and_unknown_names(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"missing data file rt-polarity.neg \(expected at .*MR/rt-polarity.neg\); "
                                                 r"run `complexorder download --datasets MR"):
         load_dataset("MR", tmp_path)
-    with pytest.raises(ValueError, match="unknown dataset 'IMDB'; valid names: MR, SUBJ, CR, MPQA, SST2, TREC"):
+    with pytest.raises(ValueError, match="unknown dataset 'IMDB'; valid names: MR, SUBJ, CR, MPQA, SST2, SST2-sent, TREC"):
         load_dataset("IMDB", tmp_path)
     folder = tmp_path / "classification" / "TREC"
     folder.mkdir(parents=True)

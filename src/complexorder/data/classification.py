@@ -11,6 +11,8 @@ CR        custrev.pos / .neg                         10-fold stratified CV
 MPQA      mpqa.pos / .neg                            10-fold stratified CV
 SST2      phrases.train.tsv, stsa.binary.dev/.test   train on the 67k phrases; dev 872; test 1821
 TREC      train_5500.label, TREC_10.label            test 500; dev = 10 % of train (stratified, fixed)
+SST2-sent stsa.binary.train/.dev/.test               SST-2 trained on its 6920 sentences only (a
+                                                     cheaper stand-in for SST2, not in the paper)
 ========  =========================================  ==============================================
 
 Blank or whitespace-only lines are skipped and *counted* (``TextClassificationData.notes``); a
@@ -59,6 +61,11 @@ DATASETS: dict[str, DatasetSpec] = {
     "SST2": DatasetSpec("SST2", "fixed", ("phrases.train.tsv", "stsa.binary.dev", "stsa.binary.test"),
                         ("negative", "positive"), {
         "phrases.train.tsv": "10a92a297ec38e262386e5a2713b4bc70e5d18ced88b7f54bd171a26e5b34ab5",
+        "stsa.binary.dev": "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1",
+        "stsa.binary.test": "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b"}),
+    "SST2-sent": DatasetSpec("SST2-sent", "fixed", ("stsa.binary.train", "stsa.binary.dev", "stsa.binary.test"),
+                             ("negative", "positive"), {
+        "stsa.binary.train": "71c04bcc41291fa47454dd670df701b14ee9249156babeaac404cfe2c8d74338",
         "stsa.binary.dev": "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1",
         "stsa.binary.test": "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b"}),
     "TREC": DatasetSpec("TREC", "fixed", ("train_5500.label", "TREC_10.label"),
@@ -165,15 +172,19 @@ def _parse_trec(classes: tuple[str, ...]):
 def load_dataset(name: str, data_dir: str | Path) -> TextClassificationData:
     """Read and tokenise data set ``name`` from ``<data_dir>/classification/<name>/``."""
     spec = _check_name(name)
-    folder = Path(data_dir) / "classification" / name
+    folder = Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
     notes: list[str] = []
     get = GET_IT.format(name=name)
     if spec.protocol == "cv":
         texts, labels = _read_polarity(folder, spec, notes)
         return TextClassificationData(name, spec.label_names, {"all": texts}, {"all": labels}, notes)
-    if name == "SST2":
-        train = _read_labelled(require_file(folder / "phrases.train.tsv", get), _parse_phrase, notes,
-                               "'<phrase><TAB><0|1>'")
+    if name in ("SST2", "SST2-sent"):
+        if name == "SST2":
+            train = _read_labelled(require_file(folder / "phrases.train.tsv", get), _parse_phrase, notes,
+                                   "'<phrase><TAB><0|1>'")
+        else:
+            train = _read_labelled(require_file(folder / "stsa.binary.train", get), _parse_sst, notes,
+                                   "'<0|1> <sentence>'")
         dev = _read_labelled(require_file(folder / "stsa.binary.dev", get), _parse_sst, notes, "'<0|1> <sentence>'")
         test = _read_labelled(require_file(folder / "stsa.binary.test", get), _parse_sst, notes, "'<0|1> <sentence>'")
     else:  # TREC

@@ -45,6 +45,8 @@ SOURCES: dict[str, list[Source]] = {
              Source(f"{KIM_DATA}/stsa.binary.test", None, {"stsa.binary.test": ""}),
              Source("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip", "zip",
                     {"phrases.train.tsv": "SST-2/train.tsv"}, strip_header=True)],
+    "SST2-sent": [Source(f"{KIM_DATA}/stsa.binary.{part}", None, {f"stsa.binary.{part}": ""})
+                  for part in ("train", "dev", "test")],
     "TREC": [Source(f"{TREC_URL}/train_5500.label", None, {"train_5500.label": ""}),
              Source(f"{TREC_URL}/TREC_10.label", None, {"TREC_10.label": ""})],
 }
@@ -71,7 +73,7 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
     if name not in SOURCES:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(SOURCES)}")
     spec = DATASETS[name]
-    folder = Path(data_dir) / "classification" / name
+    folder = Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
     cache = Path(data_dir) / "downloads"
     written = []
     for source in SOURCES[name]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .classification import DATASETS, load_dataset
+from .classification import load_dataset
 from .text import kim_tokenize, read_lines
 from .vocab import Vocabulary
 
@@ -24,9 +24,10 @@ __all__ = ["unlabeled_sentences", "train_word2vec", "load_word_vectors", "vector
 
 VECTOR_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove")
 MULTI30K_ENGLISH = ("train.en", "val.en", "test2016.en")
+PAPER_DATASETS = ("MR", "SUBJ", "CR", "MPQA", "SST2", "TREC")
 
 
-def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = tuple(DATASETS),
+def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = PAPER_DATASETS,
                         include_multi30k: bool = True) -> list[list[str]]:
     """Kim-tokenised sentences of every part of ``datasets`` (labels unused) and of Multi30k's English side.
 

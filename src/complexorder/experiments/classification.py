@@ -95,7 +95,7 @@ class GridConfig:
     """A whole grid; every field can be set in a TOML file (unknown keys are rejected)."""
 
     name: str = "table2"
-    datasets: list[str] = field(default_factory=lambda: list(DATASETS))
+    datasets: list[str] = field(default_factory=lambda: ["MR", "SUBJ", "CR", "MPQA", "SST2", "TREC"])
     models: list[str] = field(default_factory=lambda: list(CLASSIFIERS))
     embeddings: list[str] = field(default_factory=lambda: list(EMBEDDINGS))
     variants: list[Variant] = field(default_factory=list)

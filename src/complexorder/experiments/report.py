@@ -23,7 +23,8 @@ __all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "
            "render_table2", "plot_epoch_times", "paper_table2", "MARKS"]
 
 MARKS = {"none": "§", "pe": "†", "tpe": "‡", "complex-vanilla": "*"}
-PAPER_COLUMNS = {"MR": "MR", "SUBJ": "SUBJ", "CR": "CR", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC"}
+PAPER_COLUMNS = {"MR": "MR", "SUBJ": "SUBJ", "CR": "CR", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC",
+                 "SST2-sent": "SST"}
 MODEL_TITLES = {"fasttext": "FastText", "cnn": "CNN", "lstm": "LSTM", "transformer": "Transformer"}
 ALPHA = 0.05
 
