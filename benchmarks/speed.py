@@ -1,9 +1,9 @@
 """Speed and memory of the complex-order embedding and the complex layers, measured side by side.
 
-One command runs the whole suite (about 10-15 minutes on 2 CPU cores) and writes
+One command runs the whole suite (about 12 minutes on 2 shared CPU cores) and writes
 ``benchmarks/results/speed.md``::
 
-    python benchmarks/speed.py --data-dir /path/to/data      # data: classification/MR/rt-polarity.*
+    OMP_NUM_THREADS=1 python benchmarks/speed.py --data-dir DIR   # DIR/classification/MR/rt-polarity.*
 
 Sections (``--benchmarks``, default all):
 
@@ -18,8 +18,10 @@ Sections (``--benchmarks``, default all):
 * ``memory`` -- peak memory of the embedding at L = 4096, one fresh process per candidate.
 
 Every ratio compares candidates timed in the same process and run, interleaved round by round
-(A, B, C, then B, C, A, ...): the machine is shared, so absolute times move between runs and
-only these paired ratios are reported as results. Nothing is downloaded.
+(A, B, C, then B, C, A, ...), in CPU time of this process (one torch thread by default): the
+machine is shared, so absolute times move between runs and only these paired ratios are reported
+as results. Unknown benchmark, shape, dim, vocabulary, model or layer names are rejected with the
+valid ones (:func:`parse_args`). Nothing is downloaded.
 """
 
 from __future__ import annotations
