@@ -165,8 +165,9 @@ def _hash(config: dict) -> str:
 
 def plan_units(grid: GridConfig) -> list[Unit]:
     grid.validate()
-    return [Unit(d, m, v, s) for d in grid.datasets for m in grid.models for v in grid.resolved_variants()
-            for s in split_ids(d, grid.folds, grid.seeds)]
+    # split-major: every variant of fold/seed k runs before fold/seed k+1, so partial results stay paired
+    return [Unit(d, m, v, s) for d in grid.datasets for m in grid.models for s in split_ids(d, grid.folds, grid.seeds)
+            for v in grid.resolved_variants()]
 
 
 def build_model_from_config(config: dict, vocab_size: int, num_classes: int, max_positions: int,
