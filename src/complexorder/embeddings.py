@@ -112,6 +112,16 @@ def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
     return matrix
 
 
+def _init_amplitude(amplitude: nn.Parameter, init: str | Tensor) -> None:
+    """Fill an amplitude table from a pretrained matrix, with ones, or N(0, 1) (``"normal"``)."""
+    if isinstance(init, Tensor):
+        amplitude.copy_(init)
+    elif init == "ones":
+        amplitude.fill_(1.0)
+    else:
+        nn.init.normal_(amplitude)
+
+
 def sinusoidal_frequencies(num_frequencies: int, d_model: int | None = None, base: float = 10000.0,
                            dtype: torch.dtype = torch.float64) -> Tensor:
     """The Transformer's geometric angular frequencies ``w_k = base ** (-2k / d_model)``.
@@ -399,13 +409,7 @@ class ComplexOrderEmbedding(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        init = self.amplitude_init
-        if isinstance(init, Tensor):
-            self.amplitude.copy_(init)
-        elif init == "ones":
-            self.amplitude.fill_(1.0)
-        else:
-            nn.init.normal_(self.amplitude)
+        _init_amplitude(self.amplitude, self.amplitude_init)
         finit = self.frequency_init
         if isinstance(finit, Tensor):
             self.frequency.copy_(finit.expand_as(self.frequency))
@@ -496,13 +500,7 @@ class ComplexVanillaEmbedding(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        init = self.amplitude_init
-        if isinstance(init, Tensor):
-            self.amplitude.copy_(init)
-        elif init == "ones":
-            self.amplitude.fill_(1.0)
-        else:
-            nn.init.normal_(self.amplitude)
+        _init_amplitude(self.amplitude, self.amplitude_init)
         nn.init.uniform_(self.phase, -math.pi, math.pi)
         if self.padding_idx is not None:
             self.amplitude[self.padding_idx].zero_()
