@@ -83,7 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"], help="results JSON-lines file(s)")
     r.add_argument("--out", default="benchmarks/results/table2.md")
     r.add_argument("--figure", default="benchmarks/results/fig2_epoch_time.png", help="PNG of seconds per epoch ('' for none)")
-    r.add_argument("--figure-dataset", help="data set whose epoch times are plotted (default: the one with most runs)")
+    r.add_argument("--figure-dataset", help="plot only this data set (default: a panel per data set)")
     r.set_defaults(func=run_report)
 
     d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")

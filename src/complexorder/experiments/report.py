@@ -169,44 +169,46 @@ def _targets(cells, paper, datasets, models) -> list[str]:
 
 
 def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None = None) -> dict:
-    """Fig. 2: mean training seconds per epoch per model x embedding (PNG); returns the plotted means."""
+    """Fig. 2: mean training seconds per epoch per model x embedding, one panel per data set (PNG).
+
+    Returns ``{dataset: {(model, variant): mean seconds}}`` for the plotted data sets.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = latest_records(records)
-    if dataset is None:
-        counts = defaultdict(int)
-        for r in records:
-            counts[r["dataset"]] += 1
-        if not counts:
-            raise ValueError("no results to plot")
-        dataset = max(counts, key=counts.get)
-    times: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in records:
-        if r["dataset"] == dataset:
-            times[(r["model"], r["variant"])].append(float(r["seconds_per_epoch"]))
+    times: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in latest_records(records):
+        if dataset is None or r["dataset"] == dataset:
+            times[r["dataset"]][(r["model"], r["variant"])].append(float(r["seconds_per_epoch"]))
     if not times:
-        raise ValueError(f"no results for data set {dataset!r} to plot")
-    models = [m for m in MODEL_TITLES if any(k[0] == m for k in times)]
-    variants = [v for v in ["none", "pe", "tpe", "complex-vanilla", "complex-order"] if any(k[1] == v for k in times)]
-    means = {k: float(np.mean(v)) for k, v in times.items()}
-    fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.8 / max(1, len(variants))
-    for i, v in enumerate(variants):
-        xs = [j + i * width for j, m in enumerate(models)]
-        ax.bar(xs, [means.get((m, v), 0.0) for m in models], width, label=v)
-    ax.set_xticks([j + width * (len(variants) - 1) / 2 for j in range(len(models))])
-    ax.set_xticklabels([MODEL_TITLES[m] for m in models])
-    ax.set_ylabel("seconds per training epoch")
-    ax.set_title(f"Training time per epoch on {dataset} (CPU)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+        raise ValueError(f"no results{'' if dataset is None else f' for data set {dataset!r}'} to plot")
+    datasets = [d for d in PAPER_COLUMNS if d in times]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets) + 1.5, 3.8), squeeze=False)
+    means: dict[str, dict[tuple[str, str], float]] = {}
+    variants_all = ["none", "pe", "tpe", "complex-vanilla", "complex-order"]
+    colours = dict(zip(variants_all, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for ax, d in zip(axes[0], datasets):
+        means[d] = {k: float(np.mean(v)) for k, v in times[d].items()}
+        models = [m for m in MODEL_TITLES if any(k[0] == m for k in means[d])]
+        variants = [v for v in variants_all if any(k[1] == v for k in means[d])]
+        width = 0.8 / max(1, len(variants))
+        for i, v in enumerate(variants):
+            xs = [j + i * width for j in range(len(models))]
+            ax.bar(xs, [means[d].get((m, v), 0.0) for m in models], width, label=v, color=colours[v])
+        ax.set_xticks([j + width * (len(variants) - 1) / 2 for j in range(len(models))])
+        ax.set_xticklabels([MODEL_TITLES[m] for m in models], fontsize=8)
+        ax.set_title(d, fontsize=10)
+    axes[0][0].set_ylabel("seconds per training epoch")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=7)
+    fig.suptitle("Training time per epoch (CPU, one thread, shared machine)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return {"dataset": dataset, "means": means}
+    return means
 
 
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
@@ -218,16 +220,16 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
     text = render_table2(records, commands=commands)
     if figure:
         plotted = plot_epoch_times(records, figure, figure_dataset)
-        rows = ["", f"## Fig. 2: seconds per training epoch on {plotted['dataset']}", "",
-                f"![seconds per epoch]({Path(figure).name})", "",
-                "| model | embedding | s/epoch | complex-order / TPE |", "|---|---|---:|---:|"]
-        for (model, variant), t in sorted(plotted["means"].items()):
-            tpe = plotted["means"].get((model, "tpe"))
-            ratio = f"{t / tpe:.2f}" if variant == "complex-order" and tpe else ""
-            rows.append(f"| {model} | {variant} | {t:.1f} | {ratio} |")
-        rows += ["", "Seconds per epoch are wall-clock training time (no evaluation) measured inside the grid runs; "
-                 "the machine may have been shared, so compare ratios within one data set with care "
-                 "(benchmarks/results/speed.md measures them side by side)."]
+        rows = ["", "## Fig. 2: seconds per training epoch", "", f"![seconds per epoch]({Path(figure).name})", "",
+                "| data set | model | embedding | s/epoch | complex-order / TPE |", "|---|---|---|---:|---:|"]
+        for d, means in plotted.items():
+            for (model, variant), t in sorted(means.items()):
+                tpe = means.get((model, "tpe"))
+                ratio = f"{t / tpe:.2f}" if variant == "complex-order" and tpe else ""
+                rows.append(f"| {d} | {model} | {variant} | {t:.1f} | {ratio} |")
+        rows += ["", "Seconds per epoch are training time (no evaluation) measured inside the grid runs, one torch "
+                 "thread each, on a 2-core machine shared with other jobs: compare ratios within a data set with "
+                 "care (benchmarks/results/speed.md measures them side by side)."]
         text += "\n".join(rows) + "\n"
     atomic_write_text(out, text)
     return text
