@@ -160,8 +160,9 @@ def _targets(cells, paper, datasets, models) -> list[str]:
                 vs_paper = f"paper complex-order {ref:.3f}: {'at or above' if mean >= ref else f'{(ref - mean) * 100:.1f} points below'}"
             else:
                 gap = (ref - mean) * 100
-                vs_paper = f"paper complex-order {ref:.3f}: {'within' if gap <= 1.5 else 'NOT within'} 1.5 points ({gap:+.1f})"
-            lines.append(f"- {MODEL_TITLES[model]} on {d}: complex-order {mean:.3f} ≥ {len(beaten)}/{len(others)} "
+                vs_paper = f"paper complex-order {ref:.3f}: {'within' if gap <= 1.5 else 'NOT within'} 1.5 points ({abs(gap):.1f} points {'below' if gap > 0 else 'above'} it)"
+            n = len(ours)
+            lines.append(f"- {MODEL_TITLES[model]} on {d} (n = {n}): complex-order {mean:.3f} ≥ {len(beaten)}/{len(others)} "
                          f"baselines ({', '.join(sorted(set(others) - set(beaten))) or 'all beaten'}"
                          f"{' not beaten' if set(others) - set(beaten) else ''}); significant over "
                          f"{len(sig)}/{len(others)}; {vs_paper}.")
