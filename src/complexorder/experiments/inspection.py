@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint
-from ..embeddings import ComplexOrderEmbedding
+from ..embeddings import ComplexOrderEmbedding, sinusoidal_frequencies
 from .classification import build_model_from_config
 
 __all__ = ["load_classifier", "position_sensitivity", "extreme_words", "plot_density", "plot_word_waves",
@@ -141,9 +141,20 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     fmt = lambda pairs: " ".join(w for w, _ in pairs)  # noqa: E731
     table = ["# Table 7: words by position sensitivity δ_j = mean_d |ω_j,d|", "",
              f"Checkpoint: `{path}` ({ck['config']['dataset']}, {ck['config']['model']}, "
-             f"test accuracy {ck.get('test_accuracy', float('nan')):.4f}).", ""]
+             f"test accuracy {ck.get('test_accuracy', float('nan')):.4f}).", "",
+             "Produced by `complexorder inspect " + " ".join(
+                 [str(path), "--out-dir", str(out_dir)] + (["--word", word] if word else [])
+                 + (["--top", str(k)] if k != 50 else [])) + "`.", ""]
     if note:
         table += [f"Note: {note}.", ""]
+    elif (tuple(emb.frequency.shape) == (emb.num_embeddings, emb.embedding_dim)
+          and ck["config"].get("embedding_options", {}).get("frequency_init", "sinusoidal") == "sinusoidal"):
+        start = float(sinusoidal_frequencies(emb.embedding_dim).abs().mean())
+        words = delta[[i for i, w in enumerate(vocab) if w not in ("<pad>", "<unk>")]]
+        near = int(((words - start).abs() < 1e-3).sum())
+        table += [f"Every word starts from the sinusoidal frequencies, δ = {start:.4f}; {near:,} of {len(words):,} "
+                  "words end within 0.001 of it (mostly rare words, which few updates reach), so the "
+                  "smallest-δ list is dominated by near-ties; the greatest-δ list is what training moved.", ""]
     table += ["| | words |", "|---|---|",
               f"| greatest δ, descending | {fmt(greatest)} |", f"| smallest δ, ascending | {fmt(smallest)} |", "",
               "| rank | greatest | δ | smallest | δ |", "|---:|---|---:|---|---:|"]
