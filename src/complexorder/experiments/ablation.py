@@ -115,10 +115,11 @@ def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
         gap = (means[l] - means[top]) * 100
         lines.append(f"- {l} clearly below complex-order (paper: 4.9 / 7.0 points below): "
                      f"{'yes' if gap <= -1 else 'NO'} ({gap:+.1f} points).")
-    if "word-sharing amplitude" in means:
-        lines.append("- note on word-sharing amplitude: our default positions start at 0, where r_d e^{i ω_{j,d} · 0} = r_d "
-                     "is the same vector for every word, so the first token's identity is lost (the authors' code counts "
-                     "positions from 1); this may explain part of that row's gap.")
+    if {"word-sharing amplitude", "dimension-sharing amplitude"} & set(means):
+        lines.append("- note on the shared-amplitude rows: our default positions start at 0, where the phase is 0 and a "
+                     "word's embedding is its amplitude alone: r_d, the same vector for every word (word-sharing), or "
+                     "r_j times the all-ones vector (dimension-sharing), so the first token's identity is lost or reduced "
+                     "to a scale (the authors' code counts positions from 1); this may explain part of those rows' gap.")
     seeds = sorted({len(v) for v in by_variant.values() if v})
     lines.append(f"- seeds per measured row: {', '.join(map(str, seeds))}; with one seed, differences of a point or two "
                  "are within seed-to-seed variation and prove nothing either way.")
