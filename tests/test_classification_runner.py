@@ -121,3 +121,13 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     assert "complexorder classify --datasets MR" in out and "NOT within 1.5 points" in out
     with pytest.raises(FileNotFoundError, match="results file .*missing.jsonl does not exist"):
         write_report([str(tmp_path / "missing.jsonl")], tmp_path / "x.md")
+
+
+def test_names_holding_commas_are_separated_by_semicolons():
+    from complexorder.experiments.classification_cli import parse_names
+
+    valid = ["tpe", "word-sharing period", "word-sharing period, shared W"]
+    assert parse_names("tpe, word-sharing period", valid, "embeddings") == ["tpe", "word-sharing period"]
+    assert parse_names("word-sharing period, shared W; tpe", valid, "embeddings") == ["word-sharing period, shared W", "tpe"]
+    with pytest.raises(ValueError, match=r"--embeddings: unknown name 'shared W'"):
+        parse_names("word-sharing period, shared W", valid, "embeddings")

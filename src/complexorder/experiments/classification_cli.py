@@ -14,10 +14,14 @@ from .classification import GridConfig, plan_units, run_grid
 
 
 def parse_names(text: str | None, valid, what: str) -> list[str] | None:
-    """``"a,b"`` -> ``["a", "b"]``, each checked against ``valid``."""
+    """``"a,b"`` -> ``["a", "b"]``, each checked against ``valid``.
+
+    Names that themselves hold commas (ablation labels such as ``"word-sharing period, shared W"``) are
+    separated with semicolons instead: when ``text`` holds a ``;``, it is split on ``;`` only.
+    """
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = [n.strip() for n in text.split(";" if ";" in text else ",") if n.strip()]
     for n in names:
         if n not in valid:
             raise ValueError(f"--{what}: unknown name {n!r}; valid names: {', '.join(valid)}")
@@ -47,7 +51,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
     p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
     p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
-    p.add_argument("--embeddings", help="subset of variant labels or embedding names")
+    p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma)")
     p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
     p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
