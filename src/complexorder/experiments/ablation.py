@@ -121,8 +121,8 @@ def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
                      "r_j times the all-ones vector (dimension-sharing), so the first token's identity is lost or reduced "
                      "to a scale (the authors' code counts positions from 1); this may explain part of those rows' gap.")
     seeds = sorted({len(v) for v in by_variant.values() if v})
-    lines.append(f"- seeds per measured row: {', '.join(map(str, seeds))}; with one seed, differences of a point or two "
-                 "are within seed-to-seed variation and prove nothing either way.")
+    lines.append(f"- seeds per measured row: {', '.join(map(str, seeds))}; differences of a point or two "
+                 "can be seed-to-seed variation (see the ± columns): with so few seeds they prove nothing either way.")
     return lines
 
 
