@@ -42,7 +42,11 @@ def position_sensitivity(embedding: ComplexOrderEmbedding) -> torch.Tensor:
     return w.mean(1)
 
 
-def extreme_words(delta: torch.Tensor, vocab: list[str], k: int = 50, skip=("<pad>", "<unk>")):
+#: Vocabulary entries that are not words: left out of Table 7 and its counts.
+SPECIAL_TOKENS = ("<pad>", "<unk>")
+
+
+def extreme_words(delta: torch.Tensor, vocab: list[str], k: int = 50, skip=SPECIAL_TOKENS):
     """The ``k`` words with the greatest δ (descending) and the ``k`` with the smallest (ascending)."""
     keep = [i for i, w in enumerate(vocab) if w not in skip]
     order = sorted(keep, key=lambda i: float(delta[i]))
@@ -150,7 +154,7 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     elif (tuple(emb.frequency.shape) == (emb.num_embeddings, emb.embedding_dim)
           and ck["config"].get("embedding_options", {}).get("frequency_init", "sinusoidal") == "sinusoidal"):
         start = float(sinusoidal_frequencies(emb.embedding_dim).abs().mean())
-        words = delta[[i for i, w in enumerate(vocab) if w not in ("<pad>", "<unk>")]]
+        words = delta[[i for i, w in enumerate(vocab) if w not in SPECIAL_TOKENS]]
         near = int(((words - start).abs() < 1e-3).sum())
         table += [f"Every word starts from the sinusoidal frequencies, δ = {start:.4f}; {near:,} of {len(words):,} "
                   "words end within 0.001 of it (mostly rare words, which few updates reach), so the "
