@@ -114,6 +114,13 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     text = render_table2(records)
     assert "| CNN | complex-order | 0.753§ (0.825) |" in text
     assert "| CNN | none | 0.703 (0.809) |" in text
+    # a cell with fewer folds says so, and the target line compares on the folds both have (fold-0 only)
+    records.append({"dataset": "MR", "model": "cnn", "variant": "pe", "split": "fold-0", "test_accuracy": 0.751,
+                    "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"})
+    text = render_table2(records)
+    assert "| CNN | pe | 0.751 [n=1] (0.816) |" in text
+    assert "complex-order 0.753 ≥ 1/2 baselines (pe not beaten)" in text  # 0.750 < 0.751 on fold-0
+    records.pop()
     results = tmp_path / "r.jsonl"
     results.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     out = write_report([str(results)], tmp_path / "t.md", tmp_path / "fig.png")

@@ -107,6 +107,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
     models = models or [m for m in MODEL_TITLES if any(k[1] == m for k in cells)]
     variants = variants or list(dict.fromkeys(["none", "pe", "tpe", "complex-vanilla", "complex-order"]
                                              + [k[2] for k in cells]))
+    full_n = max((len(v) for v in cells.values()), default=0)
     lines = ["| model | embedding | " + " | ".join(datasets) + " |", "|---|---|" + "---:|" * len(datasets)]
     detail = ["| data set | model | embedding | n | mean | std | min | max | p vs none | p vs pe | p vs tpe | p vs complex-vanilla |",
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -123,7 +124,8 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
                     row.append("—" + ref_text)
                     continue
                 marks = significance_marks(cells, d, model)[0] if variant == "complex-order" else ""
-                row.append(f"{np.mean(list(scores.values())):.3f}{marks}{ref_text}")
+                n_text = f" [n={len(scores)}]" if len(scores) < full_n else ""
+                row.append(f"{np.mean(list(scores.values())):.3f}{marks}{n_text}{ref_text}")
                 values = np.array(list(scores.values()))
                 pv = significance_marks(cells, d, model)[1] if variant == "complex-order" else {}
                 ptext = [("—" if b not in pv or pv[b][0] is None else f"{pv[b][0]:.3g} (n={pv[b][1]})")
@@ -135,7 +137,8 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
     out = ["# Table 2: text-classification accuracy", "",
            "Each cell: our mean test accuracy over folds (CV) or seeds (fixed splits), the significance marks of "
            "complex-order (one-sided Wilcoxon signed-rank, p < 0.05, over § none, † PE, ‡ TPE, * complex-vanilla), "
-           "and the paper's figure in brackets. — = not measured.", ""]
+           "and the paper's figure in brackets. [n=k]: a cell measured on fewer folds/seeds than the fullest "
+           "cell of the table. — = not measured.", ""]
     out += lines + ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
     if commands:
@@ -151,9 +154,13 @@ def _targets(cells, paper, datasets, models) -> list[str]:
             if not ours:
                 continue
             mean = float(np.mean(list(ours.values())))
-            others = {b: float(np.mean(list(cells[(d, model, b)].values()))) for b in MARKS if (d, model, b) in cells}
+            # each baseline is compared on the folds/seeds both were measured on (paired, as the test)
+            paired = {b: sorted(set(ours) & set(cells[(d, model, b)])) for b in MARKS if (d, model, b) in cells}
+            others = {b: float(np.mean([cells[(d, model, b)][k] for k in common])) for b, common in paired.items()
+                      if common}
             marks, pv = significance_marks(cells, d, model)
-            beaten = [b for b, m in others.items() if mean >= m]
+            beaten = [b for b, m in others.items()
+                      if np.mean([ours[k] for k in paired[b]]) >= m]
             sig = [b for b in others if MARKS[b] in marks]
             ref = paper.get((model, "complex-order"), {}).get(d)
             if model == "transformer":
