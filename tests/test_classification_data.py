@@ -126,6 +126,26 @@ def test_bucketed_batches_cover_every_example_once():
     assert sorted(seen) == list(range(100))
 
 
+def test_word2vec_with_one_worker_is_reproducible_and_bad_workers_are_rejected(tmp_path):
+    import random
+
+    from complexorder.data.download import sha256_of
+    from complexorder.data.vectors import train_word2vec
+
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(50)]
+    sentences = [[rng.choice(words) for _ in range(8)] for _ in range(200)]
+    digests = []
+    for name in ("a.txt", "b.txt"):
+        kv = train_word2vec(sentences, tmp_path / name, dim=8, epochs=1, workers=1)
+        digests.append(sha256_of(tmp_path / name))
+    assert digests[0] == digests[1] and len(kv.key_to_index) == 50 and kv.vector_size == 8
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=r"workers must be a positive integer \(gensim threads\), got "):
+            train_word2vec(sentences, tmp_path / "c.txt", dim=8, workers=bad)
+    assert not (tmp_path / "c.txt").exists()
+
+
 def test_word_vectors_in_three_formats(tmp_path):
     vocab = Vocabulary(["cat", "dog", "emu"])
     (tmp_path / "v.txt").write_text("2 3\ncat 1 2 3\ndog 4 5 6\n")

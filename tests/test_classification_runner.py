@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from complexorder.checkpoint import load_checkpoint, read_jsonl
+from complexorder.data.download import sha256_of
 from complexorder.experiments import classification as runner
 from complexorder.experiments.classification import GridConfig, ModelSettings, build_model_from_config, run_grid
 from complexorder.experiments.report import paired_wilcoxon, render_table2, significance_marks, write_report
@@ -52,6 +53,7 @@ def test_every_architecture_and_embedding_end_to_end(tmp_path):
             assert r["vectors"] == "none (random init)"
         else:
             assert r["vectors"]["path"].endswith("vec.txt") and 0 < r["vectors"]["coverage"] <= 1
+            assert r["vectors"]["sha256"] == sha256_of(tmp_path / "vec.txt")
     # a saved checkpoint rebuilds the same model and predictions
     ck = load_checkpoint(tmp_path / "ckpt" / "MR-cnn-complex-order-fold-0.pt", "classifier")
     model = build_model_from_config(ck["config"], len(ck["vocab"]), 2, ck["max_positions"])

@@ -50,10 +50,16 @@ def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = PAPER_DA
 
 
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
-                   min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 2):
-    """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors."""
+                   min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1):
+    """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors.
+
+    With ``workers=1`` the vectors are a function of the corpus and ``seed`` alone (the same file on
+    every run); with more threads gensim's result depends on thread scheduling and differs run to run.
+    """
     from gensim.models import Word2Vec
 
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer (gensim threads), got {workers!r}")
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
     logging.getLogger("gensim").setLevel(logging.WARNING)

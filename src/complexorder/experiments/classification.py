@@ -26,6 +26,7 @@ from ..checkpoint import append_jsonl, read_jsonl, save_checkpoint
 from ..config import config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
+from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
 from ..data.vectors import load_word_vectors, vectors_for_vocabulary
 from ..data.vocab import Vocabulary
@@ -189,6 +190,7 @@ class _Cache:
         self.data_dir, self.vectors_format = data_dir, vectors_format
         self.datasets: dict[str, Any] = {}
         self.vectors: dict[tuple[str, int], Any] = {}
+        self.digests: dict[str, str] = {}
 
     def dataset(self, name: str):
         if name not in self.datasets:
@@ -199,6 +201,12 @@ class _Cache:
         if (path, dim) not in self.vectors:
             self.vectors[(path, dim)] = load_word_vectors(path, self.vectors_format, expected_dim=dim)
         return self.vectors[(path, dim)]
+
+    def digest(self, path: str) -> str:
+        """sha256 of a vectors file: recorded with every result, so a re-trained file is told apart."""
+        if path not in self.digests:
+            self.digests[path] = sha256_of(path)
+        return self.digests[path]
 
 
 def _encode(vocab: Vocabulary, part) -> EncodedDataset:
@@ -218,7 +226,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     if settings.pretrained and grid.vectors:
         kv = cache.word_vectors(grid.vectors, settings.embedding_dim)
         pretrained, coverage = vectors_for_vocabulary(kv, vocab, seed=unit.seed)
-        vectors_info = {"path": grid.vectors, "coverage": round(coverage, 4)}
+        vectors_info = {"path": grid.vectors, "coverage": round(coverage, 4), "sha256": cache.digest(grid.vectors)}
     torch.manual_seed(unit.seed)
     model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
     min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1

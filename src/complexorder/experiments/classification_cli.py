@@ -80,6 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--epochs", type=int, default=5)
     t.add_argument("--min-count", type=int, default=1)
     t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--workers", type=int, default=1,
+                   help="gensim worker threads (default 1: the same vectors on every run for the same seed and "
+                        "corpus); more threads are faster, but their vectors vary from run to run")
     t.add_argument("--no-multi30k", action="store_true", help="leave out the English side of Multi30k")
     t.set_defaults(func=run_vectors_train)
 
@@ -141,14 +144,17 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
 
 
 def run_vectors_train(args: argparse.Namespace) -> int:
+    from ..data.download import sha256_of
     from ..data.vectors import train_word2vec, unlabeled_sentences
 
     data_dir = resolve_data_dir(args.data_dir)
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
     print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "
           f"({sum(map(len, sentences)):,} tokens) from {data_dir}")
-    kv = train_word2vec(sentences, args.out, dim=args.dim, epochs=args.epochs, min_count=args.min_count, seed=args.seed)
-    print(f"saved {len(kv.key_to_index):,} vectors to {args.out}")
+    kv = train_word2vec(sentences, args.out, dim=args.dim, epochs=args.epochs, min_count=args.min_count, seed=args.seed,
+                        workers=args.workers)
+    # every classification result records this digest, so results from different vector files are told apart
+    print(f"saved {len(kv.key_to_index):,} vectors to {args.out} (sha256 {sha256_of(args.out)})")
     return 0
 
 
