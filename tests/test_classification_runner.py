@@ -123,6 +123,14 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     assert "| CNN | pe | 0.751 [n=1] (0.816) |" in text
     assert "complex-order 0.753 ≥ 1/2 baselines (pe not beaten)" in text  # 0.750 < 0.751 on fold-0
     records.pop()
+    assert "## Word vectors" not in text  # no unit used pretrained vectors
+    records[0]["vectors"] = {"path": "v.txt", "coverage": 0.9, "sha256": "ab12"}
+    records[1]["vectors"] = {"path": "v.txt", "coverage": 0.9}
+    text = render_table2(records)
+    assert "| v.txt | ab12 | 1 | cnn | MR |" in text and "| v.txt | not recorded | 1 | cnn | MR |" in text
+    assert "2 different vector files (or unrecorded digests) are mixed in this table" in text
+    records[1]["vectors"] = dict(records[0]["vectors"])
+    assert "| v.txt | ab12 | 2 | cnn | MR |" in render_table2(records) and "mixed" not in render_table2(records)
     results = tmp_path / "r.jsonl"
     results.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     out = write_report([str(results)], tmp_path / "t.md", tmp_path / "fig.png")

@@ -98,6 +98,30 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
+def _vectors_section(records: list[dict]) -> list[str]:
+    """Which word-vector files the shown units were initialised from (path, sha256, units, models, data sets).
+
+    Results from before the digest was recorded say "sha256 not recorded". More than one file in one
+    table is called out: their cells are not strictly comparable.
+    """
+    files: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in latest_records(records):
+        info = r.get("vectors")
+        if isinstance(info, dict):
+            files[(str(info.get("path")), str(info.get("sha256") or "not recorded"))].append(r)
+    if not files:
+        return []
+    lines = ["", "## Word vectors", "", "| file | sha256 | units | models | data sets |", "|---|---|---:|---|---|"]
+    for (path, digest), units in files.items():
+        models = ", ".join(sorted({u["model"] for u in units}))
+        datasets = ", ".join(sorted({u["dataset"] for u in units}))
+        lines.append(f"| {path} | {digest} | {len(units)} | {models} | {datasets} |")
+    if len(files) > 1:
+        lines += ["", f"{len(files)} different vector files (or unrecorded digests) are mixed in this table: "
+                      "cells initialised from different files are not strictly comparable."]
+    return lines
+
+
 def render_table2(records: list[dict], datasets: list[str] | None = None, models: list[str] | None = None,
                   variants: list[str] | None = None, commands: list[str] | None = None) -> str:
     """Table 2's layout: a block per architecture, a row per embedding, ``ours marks (paper)`` per data set."""
@@ -141,6 +165,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
            "cell of the table. — = not measured.", ""]
     out += lines + ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
+    out += _vectors_section(records)
     if commands:
         out += ["", "## Commands", "", "```"] + commands + ["```"]
     return "\n".join(out) + "\n"
