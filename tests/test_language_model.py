@@ -238,6 +238,30 @@ def test_corpus_errors(tmp_path):
         prepare_text8(tmp_path / "absent.zip", tmp_path / "t8")
 
 
+def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
+    import hashlib
+
+    from complexorder.data import text8 as t8
+    assert t8.TEXT8_SHA256 == "6e890197040d37d85beb962ae1f041ff1d9a9ca8d20c7d99c85027eebf51dca7"
+    assert t8.TEXT8_ZIP_SHA256 == "a6640522afe85d1963ad56c05b0ede0a0c000dddc9671758a6cc09b7a38e5232"
+    # a 20-character stand-in for the 100M-character file, so the test needs no download
+    monkeypatch.setattr(t8, "TEXT8_CHARACTERS", 20)
+    monkeypatch.setattr(t8, "TEXT8_SPLIT_SIZES", (18, 1, 1))
+    data = b"the cat sat on a mat"
+    (tmp_path / "text8").write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    with pytest.raises(ValueError, match=f"text8 content has sha256 {digest}, expected {t8.TEXT8_SHA256} .*"
+                                         f"--skip-checksum"):
+        t8.prepare_text8(tmp_path / "text8", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    manifest = t8.prepare_text8(tmp_path / "text8", tmp_path / "out", verify=False)
+    assert manifest["verified"] is False and manifest["sha256_text8"] == digest
+    assert (tmp_path / "out" / "train.txt").read_bytes() == data[:18]
+    assert (tmp_path / "out" / "test.txt").read_bytes() == data[19:]
+    monkeypatch.setattr(t8, "TEXT8_SHA256", digest)
+    assert t8.prepare_text8(tmp_path / "text8", tmp_path / "out2")["verified"] is True
+
+
 # --------------------------------------------------------------------------------------
 # Training and evaluation end to end
 # --------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..checkpoint import atomic_write_bytes, atomic_write_text
 from .download import fetch, sha256_of
 from .paths import require_file
 
-__all__ = ["TEXT8_ALPHABET", "TEXT8_URL", "TEXT8_ZIP_BYTES", "TEXT8_CHARACTERS", "TEXT8_SPLIT_SIZES", "SPLITS",
+__all__ = ["TEXT8_ALPHABET", "TEXT8_URL", "TEXT8_ZIP_BYTES", "TEXT8_ZIP_SHA256", "TEXT8_SHA256", "TEXT8_CHARACTERS", "TEXT8_SPLIT_SIZES", "SPLITS",
            "PROXY_SOURCES", "encode_text8", "decode_text8", "normalise_text8", "load_corpus", "prepare_text8",
            "download_text8", "build_proxy_corpus", "read_lines"]
 
@@ -44,6 +44,12 @@ TEXT8_ALPHABET = " abcdefghijklmnopqrstuvwxyz"
 TEXT8_URL = "http://mattmahoney.net/dc/text8.zip"
 #: Size of Mahoney's text8.zip in bytes, as checked by TensorFlow's word2vec tutorial and many others.
 TEXT8_ZIP_BYTES = 31_344_016
+#: SHA-256 of Mahoney's ``text8.zip`` and of the ``text8`` file inside it. Not computed here (no
+#: network on the machines this project is built on): taken from independent public projects that
+#: pin them (several agree on each digest); :func:`prepare_text8` refuses a file that differs
+#: unless ``verify=False``.
+TEXT8_ZIP_SHA256 = "a6640522afe85d1963ad56c05b0ede0a0c000dddc9671758a6cc09b7a38e5232"
+TEXT8_SHA256 = "6e890197040d37d85beb962ae1f041ff1d9a9ca8d20c7d99c85027eebf51dca7"
 TEXT8_CHARACTERS = 100_000_000
 TEXT8_SPLIT_SIZES = (90_000_000, 5_000_000, 5_000_000)
 SPLITS = ("train", "valid", "test")
@@ -120,8 +126,12 @@ def load_corpus(corpus_dir: str | Path, splits: tuple[str, ...] = SPLITS) -> dic
     return out
 
 
-def prepare_text8(source: str | Path, out_dir: str | Path) -> dict:
-    """Write the standard 90M/5M/5M split of ``text8`` (the file or ``text8.zip``) into ``out_dir``."""
+def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True) -> dict:
+    """Write the standard 90M/5M/5M split of ``text8`` (the file or ``text8.zip``) into ``out_dir``.
+
+    The content must be 100M characters of the text8 alphabet and, unless ``verify=False``, have
+    the SHA-256 :data:`TEXT8_SHA256` (a one-line ``ValueError`` otherwise; nothing is written).
+    """
     source = Path(source)
     require_file(source, f"download it from {TEXT8_URL} or run 'complexorder lm prepare-text8 --download'")
     if zipfile.is_zipfile(source):
@@ -135,9 +145,14 @@ def prepare_text8(source: str | Path, out_dir: str | Path) -> dict:
         raise ValueError(f"{source}: text8 has {TEXT8_CHARACTERS:,} characters, this file {len(data):,}; "
                          f"is it the right file?")
     encode_text8(data, source=str(source))  # alphabet check
+    digest = hashlib.sha256(data).hexdigest()
+    if verify and digest != TEXT8_SHA256:
+        raise ValueError(f"{source}: the text8 content has sha256 {digest}, expected {TEXT8_SHA256} (Mahoney's "
+                         f"text8); pass --skip-checksum to use this file anyway")
     out_dir = Path(out_dir)
     bounds = np.cumsum((0,) + TEXT8_SPLIT_SIZES)
-    manifest = {"format": "text8", "source": str(source), "sha256_source": sha256_of(source), "splits": {}}
+    manifest = {"format": "text8", "source": str(source), "sha256_source": sha256_of(source), "sha256_text8": digest,
+                "verified": digest == TEXT8_SHA256, "splits": {}}
     for split, lo, hi in zip(SPLITS, bounds[:-1], bounds[1:]):
         atomic_write_bytes(out_dir / f"{split}.txt", data[lo:hi])
         manifest["splits"][split] = {"characters": int(hi - lo),
@@ -146,13 +161,12 @@ def prepare_text8(source: str | Path, out_dir: str | Path) -> dict:
     return manifest
 
 
-def download_text8(data_dir: str | Path, sha256: str | None = None) -> Path:
+def download_text8(data_dir: str | Path, sha256: str | None = TEXT8_ZIP_SHA256) -> Path:
     """Download ``text8.zip`` into ``data_dir`` (atomically) and check it.
 
-    The archive must have :data:`TEXT8_ZIP_BYTES` bytes and, when ``sha256`` is given, that
-    SHA-256; :func:`prepare_text8` then checks the content (exactly 100M characters of the
-    text8 alphabet). The SHA-256 of the downloaded file is printed by the CLI so that it can be
-    pinned with ``--sha256`` on other machines.
+    The archive must have :data:`TEXT8_ZIP_BYTES` bytes and the SHA-256 ``sha256`` (by default
+    :data:`TEXT8_ZIP_SHA256`; ``None`` checks the size only); a mismatch is a ``ValueError`` and
+    nothing is kept. :func:`prepare_text8` then checks the content.
     """
     dest = Path(data_dir) / "text8.zip"
     fetch(TEXT8_URL, dest, sha256=sha256)

@@ -16,7 +16,7 @@ import torch
 
 from ..config import config_from_dict, read_toml
 from ..data.paths import resolve_data_dir
-from ..data.text8 import build_proxy_corpus, download_text8, prepare_text8
+from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
@@ -47,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = t8.add_mutually_exclusive_group(required=True)
     src.add_argument("--source", help="a local text8 or text8.zip file")
     src.add_argument("--download", action="store_true", help="download text8.zip (needs network)")
-    t8.add_argument("--sha256", help="expected SHA-256 of text8.zip (the size is always checked)")
+    t8.add_argument("--sha256", help="expected SHA-256 of text8.zip (default: the pinned digest of Mahoney's file; "
+                                     "the size is always checked)")
+    t8.add_argument("--skip-checksum", action="store_true",
+                    help="accept a text8.zip or text8 whose SHA-256 differs from the pinned one")
     t8.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     t8.add_argument("--out", help="output directory (default: DATA_DIR/text8)")
     t8.set_defaults(func=run_prepare_text8)
@@ -147,12 +150,13 @@ def run_build_corpus(args: argparse.Namespace) -> int:
 def run_prepare_text8(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if args.download:
-        source = download_text8(data_dir, sha256=args.sha256)
+        expected = None if args.skip_checksum else (args.sha256 or TEXT8_ZIP_SHA256)
+        source = download_text8(data_dir, sha256=expected)
         print(f"downloaded {source} (sha256 {sha256_of(source)})")
     else:
         source = Path(args.source)
     out = Path(args.out) if args.out else data_dir / "text8"
-    prepare_text8(source, out)
+    prepare_text8(source, out, verify=not args.skip_checksum)
     print(f"wrote {out}/train.txt, valid.txt, test.txt (90M/5M/5M characters)")
     return 0
 
