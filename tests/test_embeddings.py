@@ -265,7 +265,7 @@ def test_unknown_names_list_the_valid_ones():
         co.ComplexOrderEmbedding(5, 2, frequency_sharing="words")
     with pytest.raises(ValueError, match="amplitude_sharing must be one of"):
         co.ComplexOrderEmbedding(5, 2, amplitude_sharing="all")
-    with pytest.raises(ValueError, match="frequency_init must be one of 'sinusoidal', 'uniform', 'zeros'"):
+    with pytest.raises(ValueError, match="frequency_init must be one of 'sinusoidal', 'uniform', 'zeros', 'word-index'"):
         co.ComplexOrderEmbedding(5, 2, frequency_init="geometric")
     with pytest.raises(ValueError, match="unknown embedding 'complex'; valid names: none, pe, tpe, complex-vanilla, complex-order"):
         co.build_embedding("complex", 5, 2)
@@ -336,3 +336,21 @@ def test_complex_to_real_concatenates_parts():
     assert x.shape == (2, 6) and torch.equal(x[:, :3], z.real) and torch.equal(x[:, 3:], z.imag)
     real = torch.randn(2, 3)
     assert co.complex_to_real(real) is real
+
+
+def test_word_index_frequency_init_is_the_authors_position_embedding():
+    # FreedomIntelligence/complex-order, TEXT CLASSIFICATION/CNN/model_cnn/Complex_order.py:
+    # W_pos = range(vocab_size)[:, None] @ (1 / 10000 ** (2 * range(D) / D))[None, :]
+    V, D = 7, 4
+    emb = co.ComplexOrderEmbedding(V, D, frequency_init="word-index", dtype=D64)
+    for j in range(V):
+        for d in range(D):
+            assert emb.frequency[j, d].item() == pytest.approx(j / 10000.0 ** (2 * d / D), rel=1e-12)
+    # the padding row stays position-free; one frequency per word ("dimension" sharing) is j
+    padded = co.ComplexOrderEmbedding(V, D, frequency_init="word-index", padding_idx=0, dtype=D64)
+    assert torch.equal(padded.frequency[0], torch.zeros(D, dtype=D64))
+    shared = co.ComplexOrderEmbedding(V, D, frequency_init="word-index", frequency_sharing="dimension", dtype=D64)
+    assert torch.equal(shared.frequency[:, 0], torch.arange(V, dtype=D64))
+    assert "frequency_init='word-index'" in repr(emb)
+    with pytest.raises(ValueError, match="frequency_init='word-index' needs a frequency per word"):
+        co.ComplexOrderEmbedding(V, D, frequency_init="word-index", frequency_sharing="word")

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 SHARING_SCHEMES = (None, "word", "dimension")
-FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros")
+FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros", "word-index")
 
 
 # --------------------------------------------------------------------------------------
@@ -322,9 +322,14 @@ class ComplexOrderEmbedding(nn.Module):
         amplitude_sharing: the same three schemes for the amplitude.
         initial_phase: learn ``theta`` (``[V, D]``); off by default as in the paper's main setting.
         frequency_init: ``"sinusoidal"`` (default: every word starts with the Transformer's
-            geometric frequencies ``w_d = 10000^(-2d / 2D)``, as the authors' code does),
-            ``"uniform"`` (``U(0, 2 pi)``, periods from one position up), ``"zeros"`` (start
-            position-free), a float (constant) or a tensor broadcastable to the table.
+            geometric frequencies ``w_d = 10000^(-2d / 2D)``, so that with amplitudes of one the
+            embedding is the sinusoidal position encoding, appendix A; the authors' Transformer
+            classifier starts the same way),
+            ``"word-index"`` (the authors' CNN/FastText/LSTM code: word ``j`` of the vocabulary starts
+            at ``w_{j,d} = j * 10000^(-2d / D)``, a different, mostly fast spectrum per word;
+            needs a per-word table), ``"uniform"`` (``U(0, 2 pi)``, periods from one position
+            up), ``"zeros"`` (start position-free), a float (constant) or a tensor broadcastable
+            to the table.
         amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
             or a ``[V, D]`` tensor (e.g. word2vec vectors).
         sparse: sparse gradients for per-word tables, as :class:`torch.nn.Embedding`; pair with
@@ -371,6 +376,9 @@ class ComplexOrderEmbedding(nn.Module):
                              "embedding dimensions identical; share one of them only")
         if isinstance(frequency_init, str):
             _check_choice("frequency_init", frequency_init, FREQUENCY_INITS)
+            if frequency_init == "word-index" and frequency_sharing == "word":
+                raise ValueError("frequency_init='word-index' needs a frequency per word; it cannot be combined "
+                                 "with frequency_sharing='word'")
         if isinstance(amplitude_init, str):
             _check_choice("amplitude_init", amplitude_init, ("normal", "ones"))
         self.num_embeddings = num_embeddings
@@ -422,6 +430,10 @@ class ComplexOrderEmbedding(nn.Module):
                 self.frequency.copy_(freqs[torch.randperm(self.num_embeddings)].unsqueeze(1))
             else:
                 self.frequency.copy_(freqs.expand_as(self.frequency))
+        elif finit == "word-index":  # the authors' code: Position_Embedding over the vocabulary
+            j = torch.arange(self.num_embeddings, dtype=torch.float64).unsqueeze(1)
+            k = torch.arange(self.frequency.shape[1], dtype=torch.float64)
+            self.frequency.copy_(j * torch.pow(10000.0, -2.0 * k / self.frequency.shape[1]))
         elif finit == "uniform":
             nn.init.uniform_(self.frequency, 0.0, 2 * math.pi)
         else:

@@ -78,7 +78,7 @@ class Seq2SeqConfig:
     share_embeddings: bool = True
     tie_output: bool = False
     scale_embedding: bool = True
-    frequency_init: Literal["sinusoidal", "uniform", "zeros"] = "sinusoidal"
+    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"
     share_weights: bool = False
 
 

@@ -98,7 +98,7 @@ class TransformerXLConfig:
     clamp_len: int = -1  # relative distances above clamp_len share its encoding; <= 0: no clamp
     tie_weight: bool = False  # output layer = word table (vanilla only)
     init_std: float = 0.02
-    frequency_init: Literal["sinusoidal", "uniform", "zeros"] = "sinusoidal"  # complex-order only
+    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"  # complex-order only
     position_mode: Literal["stream", "segment"] = "stream"  # see the module docstring
 
 
