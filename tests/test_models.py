@@ -115,3 +115,23 @@ def test_word_order_task_defeats_bag_of_words_and_is_learned_with_positions():
     model = make("transformer", "complex-order", dim=16, vocab=24, dropout=0.0)
     train_classifier(model, data, None, epochs=6, batch_size=64, lr=3e-3, progress=False)
     assert evaluate_accuracy(model, word_order_task(500, seed=4)) > 0.9
+
+
+def test_monitor_split_is_recorded_each_epoch_but_never_changes_training():
+    train, dev, test = word_order_task(96, seed=0), word_order_task(40, seed=1), word_order_task(40, seed=2)
+    runs = {}
+    for name, monitor in (("plain", None), ("monitored", test)):
+        model = make("fasttext", "complex-order")
+        result = train_classifier(model, train, dev, epochs=4, batch_size=16, lr=1e-2, seed=3, patience=2,
+                                  progress=False, monitor=monitor)
+        runs[name] = (result, {k: v.clone() for k, v in model.state_dict().items()}, model)
+    plain, monitored = runs["plain"][0], runs["monitored"][0]
+    assert [h["dev_accuracy"] for h in plain.history] == [h["dev_accuracy"] for h in monitored.history]
+    assert (plain.best_epoch, plain.epochs_run) == (monitored.best_epoch, monitored.epochs_run)
+    assert all(torch.equal(runs["plain"][1][k], runs["monitored"][1][k]) for k in runs["plain"][1])
+    assert all("monitor_accuracy" not in h for h in plain.history)
+    assert len(monitored.history) == monitored.epochs_run
+    assert all(0.0 <= h["monitor_accuracy"] <= 1.0 for h in monitored.history)
+    # the kept model is the best dev epoch's: its test accuracy is that epoch's monitor accuracy
+    best = monitored.history[monitored.best_epoch - 1]
+    assert evaluate_accuracy(runs["monitored"][2], test) == best["monitor_accuracy"]

@@ -233,7 +233,8 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     result = train_classifier(model, train, dev, epochs=settings.epochs, batch_size=settings.batch_size,
                               lr=settings.lr, weight_decay=settings.weight_decay, seed=unit.seed,
                               patience=settings.patience, min_length=min_length, progress=progress,
-                              desc=f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}")
+                              desc=f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}",
+                              monitor=test)  # per-epoch test accuracy, recorded only (the authors' protocol)
     test_acc = evaluate_accuracy(model, test, min_length=min_length)
     record = {
         "grid": grid.name, "dataset": unit.dataset, "model": unit.model, "variant": unit.variant.label,

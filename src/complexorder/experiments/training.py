@@ -86,7 +86,7 @@ class TrainResult:
 def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDataset | None, *, epochs: int,
                      batch_size: int, lr: float, weight_decay: float = 0.0, seed: int = 0, patience: int | None = None,
                      min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
-                     desc: str = "train") -> TrainResult:
+                     desc: str = "train", monitor: EncodedDataset | None = None) -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
 
     Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
@@ -95,6 +95,10 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
 
     Without ``dev`` the last epoch is kept. ``patience`` stops after that many epochs without a
     better dev accuracy. ``seconds_per_epoch`` counts training steps only (no evaluation).
+
+    ``monitor`` (e.g. the test split) is scored after every epoch and recorded in the history as
+    ``monitor_accuracy``, for diagnostics only: it never influences the epoch that is kept or when
+    training stops.
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
@@ -132,6 +136,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
             if acc > best_acc:
                 best_acc, best_epoch, best_state = acc, epoch, copy.deepcopy(model.state_dict())
             bar.set_postfix(epoch=epoch, loss=f"{record['train_loss']:.4f}", dev=f"{acc:.3f}")
+        if monitor is not None:
+            record["monitor_accuracy"] = evaluate_accuracy(model, monitor, min_length=min_length)
         history.append(record)
         if patience is not None and dev is not None and epoch - best_epoch >= patience:
             break
