@@ -162,3 +162,18 @@ def test_names_holding_commas_are_separated_by_semicolons():
     assert parse_names("word-sharing period, shared W; tpe", valid, "embeddings") == ["word-sharing period, shared W", "tpe"]
     with pytest.raises(ValueError, match=r"--embeddings: unknown name 'shared W'"):
         parse_names("word-sharing period, shared W", valid, "embeddings")
+
+
+def test_frequency_lr_scale_is_validated_and_keeps_old_hashes(tmp_path):
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["cnn"])
+    unit = plan_units(grid)[0]
+    config = unit_config(grid, unit)
+    assert "frequency_lr_scale" not in config["settings"]  # the default leaves the hash as before
+    scaled = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, frequency_lr_scale=0.1))
+    assert unit_config(scaled, unit)["settings"]["frequency_lr_scale"] == 0.1
+    assert _hash(unit_config(scaled, unit)) != _hash(config)
+    bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, frequency_lr_scale=-0.5))
+    with pytest.raises(ValueError, match=r"\[cnn\] frequency_lr_scale must be a number >= 0, got -0.5"):
+        plan_units(bad)

@@ -135,3 +135,25 @@ def test_monitor_split_is_recorded_each_epoch_but_never_changes_training():
     # the kept model is the best dev epoch's: its test accuracy is that epoch's monitor accuracy
     best = monitored.history[monitored.best_epoch - 1]
     assert evaluate_accuracy(runs["monitored"][2], test) == best["monitor_accuracy"]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_frequency_lr_scale_changes_only_the_frequencies_learning_rate(sparse):
+    from complexorder.experiments.training import make_optimizers
+
+    torch.manual_seed(0)
+    emb = co.build_embedding("complex-order", 24, 8, padding_idx=0, sparse=sparse)
+    model = build_classifier("fasttext", emb, 2, hidden=4)
+    opts = make_optimizers(model, 1e-2, 1e-4, frequency_lr_scale=0.1)
+    lr_of = {id(p): (g["lr"], g.get("weight_decay", 0.0)) for o in opts for g in o.param_groups for p in g["params"]}
+    assert lr_of[id(emb.frequency)] == (pytest.approx(1e-3), 0.0)
+    assert lr_of[id(emb.amplitude)][0] == 1e-2 and lr_of[id(model.output.weight)] == (1e-2, 1e-4)
+    assert len(lr_of) == sum(1 for p in model.parameters() if p.requires_grad)  # nothing lost or doubled
+    # scale 0 freezes the frequencies and nothing else
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    train_classifier(model, word_order_task(32, seed=0), None, epochs=1, batch_size=16, lr=1e-2, progress=False,
+                     frequency_lr_scale=0.0)
+    assert torch.equal(before["embedding.frequency"], emb.frequency)
+    assert not torch.equal(before["embedding.amplitude"], emb.amplitude)
+    with pytest.raises(ValueError, match="frequency_lr_scale must be >= 0, got -1"):
+        make_optimizers(model, 1e-2, 0.0, frequency_lr_scale=-1)

@@ -50,14 +50,41 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return groups
 
 
-def make_optimizers(model: nn.Module, lr: float, weight_decay: float) -> list[torch.optim.Optimizer]:
-    """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any)."""
+def _scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: float) -> list[dict]:
+    """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale``."""
+    if scale == 1.0:
+        return groups
+    frequency = {id(p) for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "frequency"}
+    out, moved = [], []
+    for g in groups:
+        keep = [p for p in g["params"] if id(p) not in frequency]
+        moved += [p for p in g["params"] if id(p) in frequency]
+        if keep:
+            out.append({**g, "params": keep})
+    if moved:
+        out.append({"params": moved, "lr": lr * scale, "weight_decay": 0.0})
+    return out
+
+
+def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
+                    frequency_lr_scale: float = 1.0) -> list[torch.optim.Optimizer]:
+    """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any).
+
+    ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies (every
+    parameter named ``frequency``), dense or sparse; the other parameters keep ``lr``.
+    """
+    if not frequency_lr_scale >= 0.0:
+        raise ValueError(f"frequency_lr_scale must be >= 0, got {frequency_lr_scale}")
     embedding = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]
-    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(parameter_groups(model, weight_decay), lr=lr)]
+    dense_groups = _scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)
+    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense_groups, lr=lr)]
     if sparse:
-        optimizers.append(torch.optim.SparseAdam(sparse, lr=lr))
+        sparse_groups = _scale_frequency_lr(model, [{"params": sparse}], lr, frequency_lr_scale)
+        for g in sparse_groups:
+            g.pop("weight_decay", None)  # SparseAdam has no weight decay
+        optimizers.append(torch.optim.SparseAdam(sparse_groups, lr=lr))
     return optimizers
 
 
@@ -86,7 +113,8 @@ class TrainResult:
 def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDataset | None, *, epochs: int,
                      batch_size: int, lr: float, weight_decay: float = 0.0, seed: int = 0, patience: int | None = None,
                      min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
-                     desc: str = "train", monitor: EncodedDataset | None = None) -> TrainResult:
+                     desc: str = "train", monitor: EncodedDataset | None = None,
+                     frequency_lr_scale: float = 1.0) -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
 
     Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
@@ -96,6 +124,9 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     Without ``dev`` the last epoch is kept. ``patience`` stops after that many epochs without a
     better dev accuracy. ``seconds_per_epoch`` counts training steps only (no evaluation).
 
+    ``frequency_lr_scale`` scales the learning rate of the complex-order frequencies (see
+    :func:`make_optimizers`).
+
     ``monitor`` (e.g. the test split) is scored after every epoch and recorded in the history as
     ``monitor_accuracy``, for diagnostics only: it never influences the epoch that is kept or when
     training stops.
@@ -103,7 +134,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
     generator = torch.Generator().manual_seed(seed)
-    optimizers = make_optimizers(model, lr, weight_decay)
+    optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale)
     best_acc, best_epoch, best_state = -1.0, 0, None
     history, train_seconds = [], 0.0
     steps_per_epoch = math.ceil(len(train) / batch_size)
