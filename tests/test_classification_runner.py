@@ -177,3 +177,17 @@ def test_frequency_lr_scale_is_validated_and_keeps_old_hashes(tmp_path):
     bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, frequency_lr_scale=-0.5))
     with pytest.raises(ValueError, match=r"\[cnn\] frequency_lr_scale must be a number >= 0, got -0.5"):
         plan_units(bad)
+
+
+def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
+    records = []
+    for k in range(6):  # six folds: the variant beats every baseline on each one
+        for variant, acc in (("none", 0.70), ("pe", 0.71), ("tpe", 0.72), ("complex-vanilla", 0.73),
+                             ("complex-order", 0.69), ("complex-order, frequency lr x0.1", 0.80)):
+            records.append({"dataset": "MR", "model": "cnn", "variant": variant, "split": f"fold-{k}",
+                            "test_accuracy": acc + 0.002 * k, "seconds_per_epoch": 1.0, "finished_at": "t"})
+    text = render_table2(records)
+    assert "| CNN | complex-order, frequency lr x0.1 | 0.805§†‡* |" in text  # one-sided p = 1/64 < 0.05
+    assert "| CNN | complex-order | 0.695 (0.825) |" in text
+    assert "- CNN on MR (n = 6): complex-order, frequency lr x0.1 0.805 ≥ 4/4 baselines (all beaten); significant over 4/4" in text
+    assert "- CNN on MR (n = 6): complex-order 0.695 ≥ 0/4 baselines" in text
