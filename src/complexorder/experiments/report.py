@@ -128,6 +128,10 @@ def _vectors_section(records: list[dict]) -> list[str]:
     return lines
 
 
+#: the baselines' order in tables; configured rows ("complex-order, ...") sort after them
+ORDER = {"none": 0, "pe": 1, "tpe": 2, "complex-vanilla": 3, "complex-order": 4}
+
+
 def _test_curve_section(records: list[dict]) -> list[str]:
     """Our accuracy next to what the authors' cross-validation code would report for the same units.
 
@@ -158,8 +162,6 @@ def _test_curve_section(records: list[dict]) -> list[str]:
         lines.append(f"| {d} | {m} | {v} | {len(units)} | {ours:.3f} | {oracle:.3f} | {oracle - ours:+.3f} |")
     return lines
 
-
-ORDER = {"none": 0, "pe": 1, "tpe": 2, "complex-vanilla": 3, "complex-order": 4}
 
 
 def render_table2(records: list[dict], datasets: list[str] | None = None, models: list[str] | None = None,
