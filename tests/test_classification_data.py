@@ -166,3 +166,20 @@ def test_word_vectors_in_three_formats(tmp_path):
         load_word_vectors(tmp_path / "none.txt")
     with pytest.raises(ValueError, match="vectors format 'fasttext' unknown"):
         load_word_vectors(tmp_path / "v.txt", "fasttext")
+
+
+def test_a_data_file_without_examples_is_an_error_not_a_smaller_data_set(tmp_path):
+    folder = tmp_path / "classification" / "MR"
+    folder.mkdir(parents=True)
+    (folder / "rt-polarity.pos").write_bytes(b"a fine film\n")
+    (folder / "rt-polarity.neg").write_bytes(b"\n  \n")  # only blank lines: a one-class MR otherwise
+    with pytest.raises(ValueError, match=r"rt-polarity.neg: no examples \(the file is empty or blank\); "
+                                         r"expected lines like '<sentence>' \(one per line\)"):
+        load_dataset("MR", tmp_path)
+    sst = tmp_path / "classification" / "SST2"
+    sst.mkdir(parents=True)
+    (sst / "stsa.binary.train").write_bytes(b"1 good\n")
+    (sst / "stsa.binary.dev").write_bytes(b"0 bad\n")
+    (sst / "stsa.binary.test").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"stsa.binary.test: no examples .*expected lines like '<0\|1> <sentence>'"):
+        load_dataset("SST2-sent", tmp_path)

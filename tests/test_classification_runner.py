@@ -9,7 +9,8 @@ import torch
 from complexorder.checkpoint import load_checkpoint, read_jsonl
 from complexorder.data.download import sha256_of
 from complexorder.experiments import classification as runner
-from complexorder.experiments.classification import GridConfig, ModelSettings, build_model_from_config, run_grid
+from complexorder.experiments.classification import (GridConfig, ModelSettings, Variant, build_model_from_config,
+                                                    plan_units, run_grid)
 from complexorder.experiments.report import paired_wilcoxon, render_table2, significance_marks, write_report
 
 WORDS = ["good", "bad", "great", "awful", "film", "plot", "the", "a", "is", "not", "very", "fun", "dull"]
@@ -191,3 +192,29 @@ def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     assert "| CNN | complex-order | 0.695 (0.825) |" in text
     assert "- CNN on MR (n = 6): complex-order, frequency lr x0.1 0.805 ≥ 4/4 baselines (all beaten); significant over 4/4" in text
     assert "- CNN on MR (n = 6): complex-order 0.695 ≥ 0/4 baselines" in text
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"batch_size": 0}, r"\[cnn\] batch_size must be a positive integer, got 0"),
+    ({"epochs": -3}, r"\[cnn\] epochs must be a positive integer, got -3"),
+    ({"filter_sizes": ()}, r"\[cnn\] filter_sizes must be a non-empty list of positive integers, got \(\)"),
+    ({"dropout": 1.0}, r"\[cnn\] dropout must be a number in \[0, 1\), got 1.0"),
+    ({"lr": 0.0}, r"\[cnn\] lr must be a number > 0, got 0.0"),
+    ({"patience": -1}, r"\[cnn\] patience must be an integer >= 0, got -1"),
+])
+def test_model_settings_out_of_range_fail_before_any_training(tmp_path, change, message):
+    grid = tiny_grid(tmp_path, models=["cnn"])
+    bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, **change))
+    with pytest.raises(ValueError, match=message):
+        plan_units(bad)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_bad_vectors_format_and_variant_options_fail_at_validation(tmp_path):
+    with pytest.raises(ValueError, match=r"vectors_format must be one of auto, word2vec-binary, word2vec-text, "
+                                         r"glove, got 'glov'"):
+        plan_units(tiny_grid(tmp_path / "a", vectors_format="glov"))
+    variants = [Variant("mine", "complex-order", {"frequency_sharng": "word"})]
+    with pytest.raises(ValueError, match=r"variant 'mine': option\(s\) frequency_sharng not accepted by embedding "
+                                         r"'complex-order'"):
+        plan_units(tiny_grid(tmp_path / "b", variants=variants))

@@ -119,12 +119,20 @@ def _tokens(text: str, number: int, empty: list[int]) -> list[str]:
     return tokens
 
 
+def _require_examples(path: Path, count: int, expected: str) -> None:
+    """A data file that yields no example is an error, never a silently smaller data set."""
+    if count == 0:
+        raise ValueError(f"{path}: no examples (the file is empty or blank); expected lines like {expected}")
+
+
 def _read_polarity(folder: Path, spec: DatasetSpec, notes: list[str]):
     texts, labels = [], []
     for label, filename in enumerate(spec.files):
         path = require_file(folder / filename, GET_IT.format(name=spec.name))
         empty: list[int] = []
-        for number, line in _nonblank(path, notes):
+        lines = _nonblank(path, notes)
+        _require_examples(path, len(lines), "'<sentence>' (one per line)")
+        for number, line in lines:
             texts.append(_tokens(line, number, empty))
             labels.append(label)
         if empty:
@@ -135,7 +143,9 @@ def _read_polarity(folder: Path, spec: DatasetSpec, notes: list[str]):
 
 def _read_labelled(path: Path, parse, notes: list[str], expected: str):
     texts, labels, empty = [], [], []
-    for number, line in _nonblank(path, notes):
+    lines = _nonblank(path, notes)
+    _require_examples(path, len(lines), expected)
+    for number, line in lines:
         parsed = parse(line)
         if parsed is None:
             shown = line if len(line) <= 60 else line[:57] + "..."

@@ -96,7 +96,8 @@ def _sniff_format(path: Path) -> str:
     if len(first) > 2:
         return "glove"
     raise ValueError(f"vectors file {path}: cannot tell its format from the first line; expected word2vec "
-                     "('<count> <dim>' header) or GloVe ('<word> <v1> <v2> ...'); pass --vectors-format")
+                     "('<count> <dim>' header) or GloVe ('<word> <v1> <v2> ...'); pass --vectors-format "
+                     "(or set vectors_format in the config)")
 
 
 def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | None = None):

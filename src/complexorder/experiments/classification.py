@@ -28,7 +28,7 @@ from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
-from ..data.vectors import load_word_vectors, vectors_for_vocabulary
+from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..models import CLASSIFIERS, build_classifier
@@ -67,6 +67,31 @@ class ModelSettings:
     share_weights: bool = False
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
+
+    def validate(self, where: str) -> None:
+        """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range."""
+        def fail(key: str, expected: str) -> None:
+            raise ValueError(f"{where} {key} must be {expected}, got {getattr(self, key)!r}")
+
+        for key in ("embedding_dim", "batch_size", "epochs", "hidden", "filters", "nhead", "dim_feedforward",
+                    "num_layers"):
+            value = getattr(self, key)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+                fail(key, "a positive integer")
+        if not (isinstance(self.patience, int) and not isinstance(self.patience, bool) and self.patience >= 0):
+            fail("patience", "an integer >= 0")
+        sizes = self.filter_sizes
+        if not (isinstance(sizes, (list, tuple)) and sizes
+                and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in sizes)):
+            fail("filter_sizes", "a non-empty list of positive integers")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            fail("lr", "a number > 0")
+        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
+            fail("weight_decay", "a number >= 0")
+        if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
+            fail("dropout", "a number in [0, 1)")
+        if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
+            fail("frequency_lr_scale", "a number >= 0")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -128,10 +153,16 @@ class GridConfig:
         for v in self.resolved_variants():
             if v.embedding not in EMBEDDINGS:
                 raise ValueError(f"unknown embedding {v.embedding!r}; valid names: {', '.join(EMBEDDINGS)}")
+        if self.vectors_format not in VECTOR_FORMATS:
+            raise ValueError(f"vectors_format must be one of {', '.join(VECTOR_FORMATS)}, got {self.vectors_format!r}")
         for name in self.models:
-            scale = getattr(self, name).frequency_lr_scale
-            if not (isinstance(scale, (int, float)) and scale >= 0):
-                raise ValueError(f"[{name}] frequency_lr_scale must be a number >= 0, got {scale!r}")
+            getattr(self, name).validate(f"[{name}]")
+        for v in self.resolved_variants():
+            if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
+                try:
+                    build_embedding(v.embedding, 4, 4, padding_idx=0, **v.options)
+                except (TypeError, ValueError) as err:
+                    raise ValueError(f"variant {v.label!r}: {err}") from None
         labels = [v.label for v in self.resolved_variants()]
         if len(set(labels)) != len(labels):
             raise ValueError(f"variant labels must be unique, got {labels}")
@@ -202,8 +233,8 @@ def build_model_from_config(config: dict, vocab_size: int, num_classes: int, max
 class _Cache:
     """Per-process cache of loaded data sets and word vectors."""
 
-    def __init__(self, data_dir: Path, vectors_format: str) -> None:
-        self.data_dir, self.vectors_format = data_dir, vectors_format
+    def __init__(self, data_dir: Path, vectors_format: str, log=None) -> None:
+        self.data_dir, self.vectors_format, self.log = data_dir, vectors_format, log
         self.datasets: dict[str, Any] = {}
         self.vectors: dict[tuple[str, int], Any] = {}
         self.digests: dict[str, str] = {}
@@ -211,6 +242,8 @@ class _Cache:
     def dataset(self, name: str):
         if name not in self.datasets:
             self.datasets[name] = load_dataset(name, self.data_dir)
+            for note in self.datasets[name].notes if self.log else ():
+                self.log(f"{name}: {note}")  # skipped lines are also kept in every result's data_notes
         return self.datasets[name]
 
     def word_vectors(self, path: str, dim: int):
@@ -278,7 +311,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)
-    cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format)
+    cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
     done = {unit_key(r) for r in read_jsonl(results_path, warn=log) if "config_hash" in r}
     todo = []

@@ -10,6 +10,7 @@ import sys
 from ..config import find_config, load_config
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
+from ..data.vectors import VECTOR_FORMATS
 from .classification import GridConfig, plan_units, run_grid
 
 
@@ -57,6 +58,8 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
     p.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors")
+    p.add_argument("--vectors-format", choices=VECTOR_FORMATS,
+                   help="format of the vectors file (default: the config's vectors_format, 'auto': told from its first line)")
     p.add_argument("--results", help="results JSON-lines file")
     p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
@@ -116,7 +119,7 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
         values = parse_ints(getattr(args, name), name)
         if values is not None:
             changes[name] = values
-    for name in ("data_dir", "vectors", "results", "checkpoint_dir"):
+    for name in ("data_dir", "vectors", "vectors_format", "results", "checkpoint_dir"):
         if getattr(args, name):
             changes[name] = getattr(args, name)
     grid = dataclasses.replace(grid, **changes)
