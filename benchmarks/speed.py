@@ -48,6 +48,7 @@ import complexorder
 from complexorder import ComplexOrderEmbedding, build_embedding
 from complexorder import nn as cnn
 from complexorder.data.batching import EncodedDataset, iterate_batches
+from complexorder.checkpoint import check_writable
 from complexorder.data.paths import require_file, resolve_data_dir
 from complexorder.experiments.training import parameter_groups
 from complexorder.models import build_classifier
@@ -113,6 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for name in ("rounds", "epoch_batches", "threads"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    check_writable(args.out, "--out")  # now, not after the benchmarks have run
     return args
 
 
@@ -477,7 +479,7 @@ def bench_memory(args: argparse.Namespace) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse_args(argv)
-    except ValueError as err:
+    except (ValueError, PermissionError) as err:
         print(f"speed.py: error: {err}", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)

@@ -122,6 +122,17 @@ def test_inspect_bad_input(tmp_path):
     save_checkpoint(tmp_path / "novocab.pt", "classifier", {}, {"a": 1})
     with pytest.raises(ValueError, match="has no 'vocab' entry"):
         inspect_checkpoint(tmp_path / "novocab.pt", tmp_path / "o")
+    # weights that do not fit the stored config, and a config without its settings: one-line errors
+    ck = torch.load(path, weights_only=True)
+    ck["model_state"] = {k: v[:1] if v.dim() else v for k, v in ck["model_state"].items()}
+    torch.save(ck, tmp_path / "mismatch.pt")
+    with pytest.raises(ValueError, match=r"mismatch.pt: its weights do not match its config \(size mismatch"):
+        inspect_checkpoint(tmp_path / "mismatch.pt", tmp_path / "o")
+    ck = torch.load(path, weights_only=True)
+    del ck["config"]["settings"]
+    torch.save(ck, tmp_path / "nosettings.pt")
+    with pytest.raises(ValueError, match=r"nosettings.pt: its config has no 'settings' entry"):
+        inspect_checkpoint(tmp_path / "nosettings.pt", tmp_path / "o")
 
 
 def test_table4_rendering_with_deltas():

@@ -153,6 +153,10 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     assert "complexorder classify --datasets MR" in out and "NOT within 1.5 points" in out
     with pytest.raises(FileNotFoundError, match="results file .*missing.jsonl does not exist"):
         write_report([str(tmp_path / "missing.jsonl")], tmp_path / "x.md")
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(PermissionError, match=r"^--figure: cannot create directory .*a-file is a file$"):
+        write_report([str(results)], tmp_path / "t2.md", tmp_path / "a-file" / "fig.png")
+    assert not (tmp_path / "t2.md").exists()  # checked before anything is written
 
 
 def test_names_holding_commas_are_separated_by_semicolons():

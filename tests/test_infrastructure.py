@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from complexorder.checkpoint import append_jsonl, atomic_write_text, load_checkpoint, read_jsonl, save_checkpoint
+from complexorder.checkpoint import (append_jsonl, atomic_write_text, check_writable, load_checkpoint, read_jsonl,
+                                    save_checkpoint)
 from complexorder.config import apply_overrides, config_to_dict, load_config
 from complexorder.data.download import fetch
 from complexorder.data.paths import resolve_data_dir
@@ -82,6 +83,31 @@ def test_atomic_write_to_an_unwritable_place(tmp_path):
     blocker.write_text("")
     with pytest.raises(PermissionError, match=r"cannot create directory .*a-file for .*x.txt"):
         atomic_write_text(blocker / "x.txt", "hi")
+
+
+def test_read_jsonl_names_a_file_that_is_not_text(tmp_path):
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"PK\x03\x04\xff\xfe binary")
+    with pytest.raises(ValueError, match=r"model.pt is not a JSON-lines results file \(not UTF-8 text: .* at byte 4\)"):
+        read_jsonl(path)
+
+
+def test_check_writable_fails_before_any_work_naming_the_option(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(PermissionError, match=r"^--out: cannot create directory .*a-file for .*a-file/r.md: "
+                                              r".*a-file is a file$"):
+        check_writable(blocker / "r.md", "--out")
+    with pytest.raises(PermissionError, match=r"^--figure: .*a-file is a file$"):
+        check_writable(blocker / "sub" / "f.png", "--figure")
+    with pytest.raises(PermissionError, match=r"^--out: .* is a directory, expected a file path$"):
+        check_writable(tmp_path, "--out")
+    with pytest.raises(PermissionError, match=r"^--run-dir: cannot create directory .*a-file/run for its files"):
+        check_writable(blocker / "run", "--run-dir", directory=True)
+    check_writable(tmp_path / "new" / "r.md", "--out")  # creates the directory, writes nothing
+    check_writable(tmp_path / "runs" / "a", "--run-dir", directory=True)
+    assert (tmp_path / "new").is_dir() and not (tmp_path / "new" / "r.md").exists()
+    assert (tmp_path / "runs" / "a").is_dir()
 
 
 def test_fetch_offline_is_a_clear_error(tmp_path):

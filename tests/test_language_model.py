@@ -117,6 +117,9 @@ def test_segments_with_memory_equal_one_long_pass(embedding):
     one, n1 = evaluate_bpc(model, ids, tgt_len=1000, batch_size=2)
     seg, n2 = evaluate_bpc(model, ids, tgt_len=7, batch_size=2, mem_len=100)
     assert n1 == n2 == 2 * (60 - 1) and seg == pytest.approx(one, rel=1e-5)
+    with pytest.raises(ValueError, match=r"^the valid split has 120 characters: too few for 100 evaluation streams "
+                                         r"of at least 2 characters each; use a smaller batch size$"):
+        evaluate_bpc(model, ids, tgt_len=16, batch_size=100, split="valid")
 
 
 def test_complex_order_positions_keep_counting_across_segments():

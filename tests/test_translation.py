@@ -11,9 +11,9 @@ from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
 from complexorder.data.multi30k import (EOS, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
-from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, greedy_search,
-                                                  inverse_sqrt_lr, load_translator, make_batches, packaged_configs,
-                                                  resolve_config, train_translation)
+from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, evaluate_split,
+                                                  greedy_search, inverse_sqrt_lr, load_translator, make_batches,
+                                                  packaged_configs, resolve_config, train_translation)
 from complexorder.models.seq2seq import VARIANTS, Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 
 V = 40
@@ -316,3 +316,40 @@ def test_a_checkpoint_of_another_model_type_is_a_clear_error(trained, toy_data, 
 def test_a_config_default_is_the_paper_setting():
     cfg = TranslationConfig()
     assert (cfg.model.d_model, cfg.model.nhead, cfg.model.num_encoder_layers, cfg.train.batch_size) == (512, 8, 6, 64)
+
+
+def test_empty_training_validation_or_test_files_are_errors_naming_them(toy_data, tmp_path):
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(toy_data, root)
+    folder = root / "translation/multi30k"
+    config = toy_config("vanilla")
+    for name in ("train.en", "train.de"):
+        (folder / name).write_text("\n\n")  # blank lines only: every pair dropped
+    with pytest.raises(ValueError, match=r"no training pairs in .*train.en and .*train.de: kept 0 of 2 training "
+                                         r"pairs; dropped 2 with an empty side"):
+        train_translation(config, tmp_path / "run", root, progress=False, log=lambda m: None)
+    shutil.copy(toy_data / "translation/multi30k/train.en", folder / "train.en")
+    shutil.copy(toy_data / "translation/multi30k/train.de", folder / "train.de")
+    for name in ("val.en", "val.de"):
+        (folder / name).write_text("")
+    with pytest.raises(ValueError, match=r"no validation pairs in .*val.en and .*val.de \(empty or blank files\)"):
+        train_translation(config, tmp_path / "run", root, progress=False, log=lambda m: None)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(PermissionError, match=r"--run-dir: cannot create directory .*file/run for its files: .*file is a file"):
+        train_translation(config, blocker / "run", root, progress=False, log=lambda m: None)
+
+
+def test_evaluating_an_empty_split_is_an_error_naming_its_files(trained, toy_data, tmp_path):
+    import shutil
+
+    run_dir, _, _, config = trained
+    root = tmp_path / "data"
+    shutil.copytree(toy_data, root)
+    for lang in ("en", "de"):
+        (root / f"translation/multi30k/test2016.{lang}").write_text("")
+    model, tokenizer, config = load_translator(run_dir / "last.pt")
+    with pytest.raises(ValueError, match=r"no sentences to evaluate in .*test2016.en and .*test2016.de \(empty files\)"):
+        evaluate_split(model, tokenizer, config, "test2016", root)

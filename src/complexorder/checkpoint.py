@@ -18,21 +18,49 @@ from typing import Any
 
 import torch
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "save_checkpoint",
+__all__ = ["check_writable", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "save_checkpoint",
            "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
 CHECKPOINT_VERSION = 1
 
 
-def _check_writable_dir(path: Path) -> None:
-    parent = path.parent
+def _make_dir(folder: Path, purpose: str) -> None:
+    """Create ``folder`` (and its parents) or raise a one-line ``PermissionError`` saying why not."""
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is a file")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PermissionError(f"cannot create directory {parent} for {path}: {exc.strerror}") from None
-    if not os.access(parent, os.W_OK):
-        raise PermissionError(f"cannot write {path}: directory {parent} is not writable")
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: {exc.strerror}") from None
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"cannot write {purpose}: directory {folder} is not writable")
+
+
+def _check_writable_dir(path: Path) -> None:
+    _make_dir(path.parent, str(path))
+
+
+def check_writable(path: str | Path, option: str, *, directory: bool = False) -> None:
+    """Fail at once, before any work, when ``path`` cannot be written; the error names ``option``.
+
+    ``path`` is a file to be written (its directory is created if missing) or, with
+    ``directory=True``, a directory to write files into. Long runs call this first so that an
+    unwritable output is a one-line error, not a result lost after hours of training.
+    """
+    path = Path(path)
+    try:
+        if directory:
+            _make_dir(path, "its files")
+        else:
+            if path.is_dir():
+                raise PermissionError(f"{path} is a directory, expected a file path")
+            _check_writable_dir(path)
+            if path.exists() and not os.access(path, os.W_OK):
+                raise PermissionError(f"cannot write {path}: the file is not writable")
+    except PermissionError as exc:
+        raise PermissionError(f"{option}: {exc}") from None
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -83,15 +111,19 @@ def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:
     if not path.exists():
         return []
     records = []
-    with path.open("r", encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                if warn is not None:
-                    warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
+    try:
+        text = path.read_text(encoding="utf-8")  # our lines are ASCII (json.dumps escapes the rest)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not a JSON-lines results file (not UTF-8 text: {exc.reason} at byte "
+                         f"{exc.start})") from None
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if warn is not None:
+                warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
     return records
 
 

@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from ..checkpoint import append_jsonl, read_jsonl, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, read_jsonl, save_checkpoint
 from ..config import config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
@@ -311,6 +311,9 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)
+    check_writable(grid.results, "results file (--results)")
+    if grid.checkpoint_dir:
+        check_writable(grid.checkpoint_dir, "checkpoint directory (--checkpoint-dir)", directory=True)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
     done = {unit_key(r) for r in read_jsonl(results_path, warn=log) if "config_hash" in r}

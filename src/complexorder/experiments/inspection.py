@@ -31,8 +31,18 @@ def load_classifier(path: str | Path):
         if not ck.get(key):
             raise ValueError(f"checkpoint {path} has no {key!r} entry; it was not written by `complexorder classify` "
                              "with --checkpoint-dir, so the words cannot be named")
-    model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]), ck.get("max_positions", 512))
-    model.load_state_dict(ck["model_state"])
+    try:
+        model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]),
+                                        ck.get("max_positions", 512))
+    except KeyError as exc:
+        raise ValueError(f"checkpoint {path}: its config has no {exc.args[0]!r} entry (written by another "
+                         "version?); expected the config `complexorder classify` stores") from None
+    try:
+        model.load_state_dict(ck["model_state"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()
+        detail = next((line.strip() for line in first[1:] if line.strip()), first[0] if first else "")
+        raise ValueError(f"checkpoint {path}: its weights do not match its config ({detail})") from None
     return model.eval(), ck
 
 

@@ -132,6 +132,9 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
     shorter) with the memory carried over; ``mem_len``, ``same_length`` and ``clamp_len``
     override the model's for this evaluation only. The model's mode and lengths are restored.
     """
+    if ids.numel() // batch_size < 2:  # evaluation takes short last segments: a stream needs one input and its target
+        raise ValueError(f"the {split} split has {ids.numel():,} characters: too few for {batch_size} evaluation "
+                         f"streams of at least 2 characters each; use a smaller batch size")
     data = batchify(ids, batch_size, 1, split)
     if tgt_len <= 0:
         raise ValueError(f"tgt_len must be positive, got {tgt_len}")

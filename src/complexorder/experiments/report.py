@@ -9,6 +9,7 @@ pairs are needed for a mark.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import defaultdict
 from importlib import resources
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import wilcoxon
 
-from ..checkpoint import atomic_write_text, read_jsonl
+from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, read_jsonl
 
 __all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "significance_marks",
            "render_table2", "plot_epoch_times", "paper_table2", "MARKS"]
@@ -283,14 +284,18 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     fig.legend(handles, labels, loc="upper right", fontsize=7)
     fig.suptitle("Training time per epoch (CPU, one thread, shared machine)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
+    atomic_write_bytes(path, buffer.getvalue())
     return means
 
 
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
                  figure_dataset: str | None = None) -> str:
+    check_writable(out, "--out")
+    if figure:
+        check_writable(figure, "--figure")
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")

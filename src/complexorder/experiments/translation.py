@@ -25,7 +25,7 @@ from sacrebleu.metrics import BLEU
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, load_checkpoint, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict, load_config, read_toml
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -234,6 +234,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     error naming the differences. The tokenizer is trained on the training split only.
     """
     run_dir = Path(run_dir)
+    check_writable(run_dir, "--run-dir", directory=True)
     tc = config.train
     cfg_dict = config_to_dict(config)
     last_path = run_dir / "last.pt"
@@ -243,10 +244,12 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         if diffs:
             raise ValueError(f"{last_path} was trained with another config ({diffs[0]}); "
                              f"use another --run-dir or the same config")
-    train_pairs = read_parallel(*split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang))
+    train_files = split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang)
+    train_pairs = read_parallel(*train_files)
     if config.data.train_limit:
         train_pairs = train_pairs[:config.data.train_limit]
-    valid_pairs = read_parallel(*split_files(data_dir, "val", config.data.src_lang, config.data.tgt_lang))
+    valid_files = split_files(data_dir, "val", config.data.src_lang, config.data.tgt_lang)
+    valid_pairs = read_parallel(*valid_files)
     if resume is not None:
         tokenizer = tokenizer_from_state(resume["tokenizer"])
     else:
@@ -255,6 +258,10 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     encoded = _encode(tokenizer, train_pairs)
     keep, report = filter_training_pairs(train_pairs, encoded, config.data.max_tokens)
     log(f"{config.name}: {report.describe()}; vocabulary {tokenizer.vocab_size} ({config.data.preprocessing})")
+    if not keep:
+        raise ValueError(f"no training pairs in {' and '.join(map(str, train_files))}: {report.describe()}")
+    if not any(s.strip() and t.strip() for s, t in valid_pairs):
+        raise ValueError(f"no validation pairs in {' and '.join(map(str, valid_files))} (empty or blank files)")
     train = [encoded[i] for i in keep]
     valid = _encode(tokenizer, valid_pairs)
     torch.manual_seed(tc.seed)
@@ -510,7 +517,10 @@ def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConf
                    progress: bool = False) -> tuple[dict, list[str]]:
     """BLEU of ``model`` on a Multi30k split; returns ``(scores, hypotheses)``."""
     decode = decode or config.decode
-    pairs = read_parallel(*split_files(data_dir, split, config.data.src_lang, config.data.tgt_lang))
+    files = split_files(data_dir, split, config.data.src_lang, config.data.tgt_lang)
+    pairs = read_parallel(*files)
+    if not pairs:
+        raise ValueError(f"no sentences to evaluate in {' and '.join(map(str, files))} (empty files)")
     start = time.perf_counter()
     hyps = translate_sentences(model, tokenizer, [s for s, _ in pairs], decode, progress=progress)
     scores = corpus_bleu(hyps, [t for _, t in pairs])
