@@ -329,9 +329,12 @@ class ComplexOrderEmbedding(nn.Module):
             at ``w_{j,d} = j * 10000^(-2d / D)``, a different, mostly fast spectrum per word;
             needs a per-word table), ``"uniform"`` (``U(0, 2 pi)``, periods from one position
             up), ``"zeros"`` (start position-free), a float (constant) or a tensor broadcastable
-            to the table.
+            to the table. With ``frequency_sharing="dimension"`` (a ``[V, 1]`` table),
+            ``"sinusoidal"`` gives each word one of the V geometric frequencies ``10000^(-j / V)``,
+            in random order (drawn from torch's global generator).
         amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
-            or a ``[V, D]`` tensor (e.g. word2vec vectors).
+            or a tensor of the amplitude table's shape (``[V, D]``, e.g. word2vec vectors; ``[1, D]`` or
+            ``[V, 1]`` with amplitude sharing).
         sparse: sparse gradients for per-word tables, as :class:`torch.nn.Embedding`; pair with
             ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
         fused: use the fused autograd function (default). ``False`` runs the plain-autograd

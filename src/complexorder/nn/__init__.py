@@ -1,6 +1,9 @@
 """Complex-valued layers on ``torch.complex64`` tensors (paper appendix B).
 
-Each module is a thin wrapper over a pure function in :mod:`complexorder.nn.functional`.
+Most modules are thin wrappers over pure functions in :mod:`complexorder.nn.functional`;
+:class:`ComplexLSTM` and :class:`ComplexBatchNorm1d` run PyTorch's own LSTM and BatchNorm1d on
+the real numbers (the LSTM with block weights; batch norm with separate statistics of the real and
+imaginary parts).
 """
 
 from . import functional

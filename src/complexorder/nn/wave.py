@@ -8,7 +8,7 @@ Two implementations of paper Eq. 5 live here:
 * :func:`complex_order_embedding` -- the fused path used by
   :class:`complexorder.ComplexOrderEmbedding`: one custom autograd function that gathers
   the rows once, computes ``cos``/``sin`` once, writes the interleaved complex output
-  directly, saves only the unit phasor for backward and scatters the gradients straight into
+  directly, saves the unit phasor and the gathered amplitudes for backward and scatters the gradients straight into
   the parameter tables (dense, or sparse like ``nn.Embedding(sparse=True)``).
 
 Parameters may be *shared*: a table is ``[V, D]`` (one value per word and dimension),
