@@ -63,6 +63,17 @@ def test_every_architecture_and_embedding_end_to_end(tmp_path):
     model = build_model_from_config(ck["config"], len(ck["vocab"]), 2, ck["max_positions"])
     model.load_state_dict(ck["model_state"])
     assert ck["vocab"][:2] == ["<pad>", "<unk>"] and ck["label_names"] == ["negative", "positive"]
+    from complexorder.data.classification import load_dataset, make_split
+    from complexorder.data.vocab import Vocabulary
+    from complexorder.experiments.training import evaluate_accuracy
+
+    split = make_split(load_dataset("MR", tmp_path), "fold-0")
+    vocab = Vocabulary.from_texts(split.train[0])
+    assert vocab.itos == ck["vocab"]
+    test = runner._encode(vocab, split.test)
+    record = next(r for r in records if r["model"] == "cnn" and r["variant"] == "complex-order")
+    assert evaluate_accuracy(model, test, min_length=max(grid.cnn.filter_sizes)) == ck["test_accuracy"] \
+        == record["test_accuracy"]
 
 
 def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monkeypatch):

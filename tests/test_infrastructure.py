@@ -1,6 +1,7 @@
 """Configs, checkpoints, result logs and downloads: bad input is a clear one-line error, nothing is lost."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,7 +118,8 @@ def test_fetch_offline_is_a_clear_error(tmp_path):
 
 def test_data_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("COMPLEXORDER_DATA", str(tmp_path / "env"))
-    assert resolve_data_dir("/x/y") == resolve_data_dir("/x/y")
+    assert resolve_data_dir("/x/y") == Path("/x/y")  # the argument wins over $COMPLEXORDER_DATA
+    assert resolve_data_dir("~/d") == Path.home() / "d"
     assert str(resolve_data_dir(None)).endswith("env")
     monkeypatch.delenv("COMPLEXORDER_DATA")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

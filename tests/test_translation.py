@@ -3,6 +3,7 @@
 import dataclasses
 import io
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -292,6 +293,13 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output",
                  str(tmp_path / "avg.pt")]) == 0
     load_translator(tmp_path / "avg.pt")
+    avg = torch.load(tmp_path / "avg.pt", weights_only=True)
+    epochs = sorted(run_dir.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))[-2:]
+    a, b = (torch.load(p, weights_only=True)["model_state"] for p in epochs)
+    assert [Path(p).name for p in avg["averaged_from"]] == [p.name for p in epochs]
+    for key, value in avg["model_state"].items():  # the element-wise mean of the last two epochs
+        torch.testing.assert_close(value, (a[key] + b[key]) / 2)
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # two different checkpoints, so the mean is a real test
 
 
 def test_translate_reads_standard_input(trained, monkeypatch, capsys):
