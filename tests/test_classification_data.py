@@ -99,8 +99,11 @@ def test_cv_split_of_a_real_dataset(shared_data):
         sizes = (len(split.train[0]), len(split.dev[0]), len(split.test[0]))
         assert sum(sizes) == 10662 and 1060 <= sizes[2] <= 1072 and 955 <= sizes[1] <= 965
         assert abs(np.mean(split.test[1]) - 0.5) < 0.01
-        seen.extend(" ".join(t) + f"|{i}" for i, t in enumerate(split.test[0]))
-    assert len(seen) == 10662
+        parts = [{id(t) for t in part[0]} for part in (split.train, split.dev, split.test)]
+        assert len(parts[0] | parts[1] | parts[2]) == 10662  # train, dev, test disjoint and complete
+        seen.extend(parts[2])
+    assert len(seen) == len(set(seen)) == 10662  # every sentence is tested exactly once over the ten folds
+    assert set(seen) == {id(t) for t in data.texts["all"]}
     assert split_ids("MR", [0, 3], [1]) == ["fold-0", "fold-3"] and split_ids("TREC", [0], [1, 2]) == ["seed-1", "seed-2"]
     with pytest.raises(ValueError, match="--folds: fold 10 is outside 0..9"):
         split_ids("MR", [10], [1])

@@ -223,7 +223,33 @@ def test_sparse_gradients_equal_dense_ones():
     assert torch.allclose(sparse.amplitude.grad.to_dense(), dense.amplitude.grad)
     assert torch.allclose(sparse.frequency.grad.to_dense(), dense.frequency.grad)
     opt = torch.optim.SparseAdam(sparse.parameters(), lr=0.1)  # the documented pairing works
+    before = {n: p.detach().clone() for n, p in sparse.named_parameters()}
     opt.step()
+    for name, p in sparse.named_parameters():  # only the rows of the batch's (non-padding) words move
+        moved = (p.detach() != before[name]).any(1).nonzero().flatten().tolist()
+        assert moved == [3, 7, 19], name
+
+
+@pytest.mark.parametrize("name", list(co.EMBEDDINGS))
+def test_every_embedding_gives_sparse_gradients_equal_to_dense_ones(name):
+    torch.manual_seed(0)
+    dense = co.build_embedding(name, 20, 4, padding_idx=0, max_positions=8)
+    sparse = co.build_embedding(name, 20, 4, padding_idx=0, max_positions=8, sparse=True)
+    sparse.load_state_dict(dense.state_dict())
+    tokens = torch.tensor([[0, 3, 3, 7, 19], [5, 5, 0, 0, 0]])
+    for emb in (dense, sparse):
+        out = emb(tokens)
+        (out.real.sum() + out.imag.square().sum() if out.is_complex() else out.square().sum()).backward()
+    word_tables = sparse.sparse_parameters()
+    assert word_tables and not dense.sparse_parameters()
+    ids = {id(p) for p in word_tables}
+    for (n, p), (_, q) in zip(sparse.named_parameters(), dense.named_parameters()):
+        if id(p) in ids:
+            assert p.grad.is_sparse, n
+            torch.testing.assert_close(p.grad.to_dense(), q.grad)
+            assert torch.all(q.grad[0] == 0)  # padding rows get no gradient
+        else:  # e.g. the learned position table of "pe": dense, like everything after the embedding
+            assert not p.grad.is_sparse and torch.equal(p.grad, q.grad), n
 
 
 def test_state_dict_round_trip():
@@ -354,3 +380,44 @@ def test_word_index_frequency_init_is_the_authors_position_embedding():
     assert "frequency_init='word-index'" in repr(emb)
     with pytest.raises(ValueError, match="frequency_init='word-index' needs a frequency per word"):
         co.ComplexOrderEmbedding(V, D, frequency_init="word-index", frequency_sharing="word")
+
+
+def test_reprs_name_every_non_default_option():
+    assert repr(co.build_embedding("complex-order", 100, 16, padding_idx=0, frequency_sharing="word")) == \
+        "ComplexOrderEmbedding(100, 16, padding_idx=0, frequency_sharing='word')"
+    assert repr(co.ComplexOrderEmbedding(10, 4, amplitude_sharing="dimension", initial_phase=True,
+                                         frequency_init="zeros", sparse=True)) == \
+        "ComplexOrderEmbedding(10, 4, amplitude_sharing='dimension', initial_phase=True, frequency_init='zeros', " \
+        "sparse=True)"
+    assert repr(co.ComplexVanillaEmbedding(10, 4, padding_idx=1, sparse=True)) == \
+        "ComplexVanillaEmbedding(10, 4, padding_idx=1, sparse=True)"
+    assert repr(co.LearnedPositionalEmbedding(10, 4, max_positions=7, sparse=True)) == \
+        "LearnedPositionalEmbedding(10, 4, sparse=True, max_positions=7)"
+    assert repr(co.WordEmbedding(10, 4)) == "WordEmbedding(10, 4)"
+
+
+def test_frequency_init_options_fill_the_table_as_documented():
+    torch.manual_seed(0)
+    uniform = co.ComplexOrderEmbedding(200, 16, frequency_init="uniform").frequency.detach()
+    assert uniform.min() >= 0 and uniform.max() < 2 * math.pi and (uniform > math.pi).float().mean() > 0.4
+    assert torch.all(co.ComplexOrderEmbedding(5, 4, frequency_init="zeros").frequency == 0)
+    assert torch.all(co.ComplexOrderEmbedding(5, 4, frequency_init=0.3).frequency == 0.3)
+    row = torch.tensor([[0.5, 1.0, 1.5, 2.0]])
+    assert torch.equal(co.ComplexOrderEmbedding(5, 4, frequency_init=row).frequency.detach(), row.expand(5, 4))
+    sinus = co.ComplexOrderEmbedding(5, 4).frequency.detach()
+    assert torch.allclose(sinus, (10000.0 ** (-2 * torch.arange(4.0) / 8)).expand(5, 4))  # 10000^(-2d / 2D)
+    per_word = co.ComplexOrderEmbedding(7, 4, frequency_sharing="dimension").frequency.detach()
+    assert per_word.shape == (7, 1)
+    assert torch.allclose(per_word.flatten().sort().values, (10000.0 ** (-torch.arange(7.0) / 7)).sort().values)
+
+
+@pytest.mark.parametrize("module", ["complexorder.embeddings", "complexorder.nn.linear", "complexorder.nn.conv",
+                                    "complexorder.nn.recurrent", "complexorder.models.seq2seq",
+                                    "complexorder.models.transformer_xl"])
+def test_docstring_examples_run_and_print_what_they_claim(module):
+    import doctest
+    import importlib
+
+    torch.manual_seed(0)
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -202,6 +202,21 @@ def test_complex_lstm_lengths_equal_running_the_truncated_sequences():
         assert torch.equal(out[b, n:], torch.zeros_like(out[b, n:]))
 
 
+def test_complex_lstm_continues_from_a_given_state():
+    torch.manual_seed(0)
+    lstm = cnn.ComplexLSTM(4, 3, batch_first=True, dtype=D64)
+    z = crandn(3, 6, 4)
+    out, (h, c) = lstm(z)
+    _, state = lstm(z[:, :3])
+    rest, (h2, c2) = lstm(z[:, 3:], hx=state)  # complex (h0, c0): real and imaginary parts must not swap
+    assert torch.allclose(rest, out[:, 3:]) and torch.allclose(h2, h) and torch.allclose(c2, c)
+    lengths = torch.tensor([3, 2, 1])  # with lengths too: the state carries on from the given one
+    rest, (h3, _) = lstm(z[:, 3:], hx=state, lengths=lengths)
+    for b, n in enumerate(lengths.tolist()):
+        full, (hb, _) = lstm(z[b : b + 1, : 3 + n])
+        assert torch.allclose(rest[b, :n], full[0, 3:]) and torch.allclose(h3[0, b], hb[0, 0])
+
+
 def test_complex_lstm_time_major_and_gradients():
     lstm = cnn.ComplexLSTM(4, 3)
     z = torch.randn(5, 2, 4, dtype=torch.complex64)
@@ -260,6 +275,21 @@ def test_causal_mask_is_bottom_right_aligned():
     assert torch.equal(CF.causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
     assert torch.equal(CF.causal_mask(1, 4), torch.ones(1, 4, dtype=torch.bool))
     assert torch.equal(CF.causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+
+
+def test_multihead_attention_weights_and_time_major_layout():
+    torch.manual_seed(0)
+    mha = cnn.ComplexMultiheadAttention(8, 2, dtype=D64).eval()
+    x = crandn(2, 5, 8)
+    out, w_heads = mha(x, need_weights=True, average_attn_weights=False)
+    _, w = mha(x, need_weights=True)
+    assert w_heads.shape == (2, 2, 5, 5) and torch.allclose(w, w_heads.mean(1))
+    assert torch.allclose(w_heads.sum(-1), torch.ones(2, 2, 5, dtype=D64))
+    assert not torch.allclose(w_heads[:, 0], w_heads[:, 1])  # two different heads: the mean is a real test
+    time_major = cnn.ComplexMultiheadAttention(8, 2, batch_first=False, dtype=D64).eval()
+    time_major.load_state_dict(mha.state_dict())
+    out_t, w_t = time_major(x.transpose(0, 1), need_weights=True)
+    assert torch.allclose(out_t.transpose(0, 1), out) and torch.allclose(w_t, w)
 
 
 def test_multihead_attention_key_padding_and_causal_masks():
@@ -343,6 +373,21 @@ def test_encoder_layer_is_the_composition_of_its_parts():
     assert torch.allclose(layer(x), layer.norm2(h + ff))
 
 
+def test_pre_norm_layers_are_the_composition_of_their_parts():
+    torch.manual_seed(0)
+    enc = cnn.ComplexTransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=True, dtype=D64).eval()
+    x = crandn(2, 5, 8)
+    h = x + enc.self_attn(*(enc.norm1(x),) * 3)[0]
+    assert torch.allclose(enc(x), h + enc.ffn(enc.norm2(h)))
+    dec = cnn.ComplexTransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True, dtype=D64).eval()
+    tgt, memory = crandn(2, 5, 8), crandn(2, 7, 8)
+    causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+    n1 = dec.norm1(tgt)
+    h = tgt + dec.self_attn(n1, n1, n1, attn_mask=causal)[0]
+    h = h + dec.cross_attn(dec.norm2(h), memory, memory)[0]
+    assert torch.allclose(dec(tgt, memory, tgt_mask=causal), h + dec.ffn(dec.norm3(h)))
+
+
 def test_encoder_layer_state_dict_round_trip_and_padding():
     a = cnn.ComplexTransformerEncoderLayer(8, 2, 16, share_weights=True, norm_first=True).eval()
     b = cnn.ComplexTransformerEncoderLayer(8, 2, 16, share_weights=True, norm_first=True).eval()
@@ -368,3 +413,19 @@ def test_decoder_layer_incremental_equals_full_and_is_causal():
     tgt2 = tgt.clone()
     tgt2[:, 4] += 3
     assert torch.allclose(layer(tgt2, memory, memory_key_padding_mask=mpad, tgt_is_causal=True)[:, :4], full[:, :4])
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_complex_weights_start_with_the_energy_of_real_default_layers(share):
+    # nn.Linear / nn.Conv1d draw U(-1/sqrt(fan_in), 1/sqrt(fan_in)): E w^2 = 1 / (3 fan_in).
+    # A complex W = A + iB with A, B ~ U(-k, k), k = 1/sqrt(2 fan_in) has E|W|^2 = 2 k^2 / 3, the same.
+    torch.manual_seed(0)
+    layers = [(cnn.ComplexLinear(400, 300, share_weights=share), 400),
+              (cnn.ComplexConv1d(50, 300, 8, share_weights=share), 50 * 8)]
+    for layer, fan_in in layers:
+        a = layer.weight_real
+        b = a if layer.weight_imag is None else layer.weight_imag
+        energy = (a.detach() ** 2 + b.detach() ** 2).mean().item()
+        assert abs(energy * 3 * fan_in - 1) < 0.05, type(layer).__name__
+        assert a.abs().max() <= (2 * fan_in) ** -0.5 and a.abs().max() > 0.99 * (2 * fan_in) ** -0.5
+        assert (layer.weight_imag is None) == share

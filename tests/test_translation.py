@@ -56,6 +56,37 @@ def test_decoder_is_causal_no_future_target_token_leaks(variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_tied_output_is_the_target_embedding_at_position_zero_and_scaling_follows_d_model(variant):
+    model = tiny(variant, tie_output=True)
+    ids = torch.arange(V)
+    if variant == "vanilla":
+        expected = model.tgt_embedding.weight
+        table = model.tgt_embedding.weight
+    else:
+        z = model.tgt_embedding(ids, torch.zeros_like(ids))  # f(j, 0) = r_j (no phase at position 0)
+        expected = torch.cat((z.real, z.imag), -1)
+        table = model.tgt_embedding.amplitude
+    assert torch.equal(model.output_weight(), expected)
+    h = torch.randn(2, 3, model.output_weight().shape[1])
+    h = torch.complex(*h.chunk(2, -1)) if variant != "vanilla" else h
+    feats = torch.cat((h.real, h.imag), -1) if variant != "vanilla" else h
+    torch.testing.assert_close(model.project(h), feats @ expected.T + model.output_bias)
+    # scale_embedding: tables start at N(0, 1/d) (pad row zero) and are multiplied by sqrt(d)
+    assert torch.all(table[0] == 0)
+    assert abs(table[1:].std().item() - 16 ** -0.5) < 0.05
+    tokens = torch.randint(4, V, (2, 5))
+    if variant == "vanilla":
+        pos = __import__("complexorder").embeddings.sinusoidal_position_encoding(torch.arange(5), 16)
+        expected_x = model.tgt_embedding(tokens) * 4.0 + pos
+    else:
+        expected_x = model.tgt_embedding(tokens) * 4.0
+    torch.testing.assert_close(model._embed(model.tgt_embedding, tokens), expected_x)
+    unscaled = tiny(variant, scale_embedding=False)
+    table = unscaled.tgt_embedding.weight if variant == "vanilla" else unscaled.tgt_embedding.amplitude
+    assert abs(table[1:].std().item() - 1.0) < 0.2 and unscaled.embed_scale == 1.0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("options", [{}, {"norm_first": True, "tie_output": True}])
 def test_incremental_decoding_equals_full_decoding(variant, options):
     model = tiny(variant, **options)

@@ -539,6 +539,8 @@ class ComplexVanillaEmbedding(nn.Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.sparse:
+            s += ", sparse=True"
         return s
 
 
