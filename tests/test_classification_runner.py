@@ -170,6 +170,29 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     assert not (tmp_path / "t2.md").exists()  # checked before anything is written
 
 
+def test_report_compares_a_configured_variant_with_complex_order_on_dev_accuracy():
+    from scipy.stats import wilcoxon
+    records = []
+    dev_base = [0.70, 0.71, 0.72, 0.73, 0.74, 0.75]
+    dev_gain = [0.02, 0.01, -0.01, 0.03, 0.00, 0.04]  # up in 4 units, down in 1, equal in 1
+    for i in range(6):
+        for variant, dev, test in (("complex-order", dev_base[i], 0.80),
+                                   ("complex-order, frequency lr x0.1", dev_base[i] + dev_gain[i], 0.79)):
+            records.append({"dataset": "MR", "model": "cnn", "variant": variant, "split": f"fold-{i}",
+                            "dev_accuracy": dev, "test_accuracy": test, "finished_at": "t", "command": "c"})
+    records.append({"dataset": "MR", "model": "cnn", "variant": "complex-order, frequency lr x0.1",
+                    "split": "fold-9", "dev_accuracy": 0.99, "test_accuracy": 0.99, "finished_at": "t"})  # unpaired
+    text = render_table2(records)
+    assert "## Configured variants against complex-order on dev accuracy" in text
+    # by hand: dev means 0.7250 and 0.7400 (+1.50 points), 4 up / 1 down, test 0.79 - 0.80 = -1.00 points
+    assert "| MR | cnn | complex-order, frequency lr x0.1 | 6 | 0.7250 | 0.7400 | +1.50 | 4 / 1 | -1.00 |" in text
+    p = wilcoxon(dev_gain, alternative="greater", zero_method="wilcox").pvalue
+    assert (f"- complex-order, frequency lr x0.1: dev accuracy higher in 1 of 1 cells and 4 of 6 units (lower in 1); "
+            f"one-sided Wilcoxon over the units p = {p:.2g}.") in text
+    # no configured variant (or no dev accuracies): no section
+    assert "on dev accuracy" not in render_table2([r for r in records if r["variant"] == "complex-order"])
+
+
 def test_names_holding_commas_are_separated_by_semicolons():
     from complexorder.experiments.classification_cli import parse_names
 

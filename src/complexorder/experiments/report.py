@@ -165,6 +165,49 @@ def _test_curve_section(records: list[dict]) -> list[str]:
 
 
 
+def _variant_dev_section(records: list[dict]) -> list[str]:
+    """Each configured complex-order variant (rows ``"complex-order, ..."``) against ``complex-order``
+    itself, on the **dev** accuracy of the same folds/seeds: the evidence for choosing a variant that
+    does not look at test data. Per cell: paired units, mean dev accuracy of both, the change, how many
+    units went up/down, and the change in test accuracy beside it; then all cells pooled, with the
+    one-sided Wilcoxon signed-rank p-value that the variant's dev accuracy is higher."""
+    dev: dict[tuple[str, str, str], dict[str, tuple[float, float]]] = defaultdict(dict)
+    for r in latest_records(records):
+        if is_complex_order_row(r["variant"]) and r.get("dev_accuracy") is not None:
+            dev[(r["dataset"], r["model"], r["variant"])][r["split"]] = (float(r["dev_accuracy"]),
+                                                                          float(r["test_accuracy"]))
+    rows, pooled = [], defaultdict(list)
+    for (d, m, v), units in sorted(dev.items()):
+        base = dev.get((d, m, "complex-order"))
+        if v == "complex-order" or not base:
+            continue
+        common = sorted(set(units) & set(base))
+        if not common:
+            continue
+        ddev = np.array([units[s][0] - base[s][0] for s in common])
+        dtest = np.array([units[s][1] - base[s][1] for s in common])
+        pooled[v].append(ddev)
+        rows.append(f"| {d} | {m} | {v} | {len(common)} | {np.mean([base[s][0] for s in common]):.4f} | "
+                    f"{np.mean([units[s][0] for s in common]):.4f} | {100 * ddev.mean():+.2f} | "
+                    f"{int((ddev > 0).sum())} / {int((ddev < 0).sum())} | {100 * dtest.mean():+.2f} |")
+    if not rows:
+        return []
+    lines = ["", "## Configured variants against complex-order on dev accuracy", "",
+             "Paired units (same fold or seed) of each \"complex-order, …\" row and complex-order itself. "
+             "Dev accuracy is the selection criterion (test accuracy is shown beside it, not used); changes in "
+             "points.", "",
+             "| data set | model | variant | units | dev, complex-order | dev, variant | dev change | units up / down | test change |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"] + rows + [""]
+    for v, diffs in sorted(pooled.items()):
+        alld = np.concatenate(diffs)
+        p = 1.0 if np.all(alld == 0) else float(wilcoxon(alld, alternative="greater", zero_method="wilcox").pvalue)
+        cells_up = sum(float(x.mean()) > 0 for x in diffs)
+        lines.append(f"- {v}: dev accuracy higher in {cells_up} of {len(diffs)} cells and {int((alld > 0).sum())} of "
+                     f"{alld.size} units (lower in {int((alld < 0).sum())}); one-sided Wilcoxon over the units "
+                     f"p = {p:.2g}.")
+    return lines
+
+
 def render_table2(records: list[dict], datasets: list[str] | None = None, models: list[str] | None = None,
                   variants: list[str] | None = None, commands: list[str] | None = None) -> str:
     """Table 2's layout: a block per architecture, a row per embedding, ``ours marks (paper)`` per data set."""
@@ -210,6 +253,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
     out += lines + ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
     out += _test_curve_section(records)
+    out += _variant_dev_section(records)
     out += _vectors_section(records)
     if commands:
         out += ["", "## Commands", "", "```"] + commands + ["```"]
