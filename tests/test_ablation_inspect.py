@@ -10,7 +10,7 @@ import complexorder as co
 from complexorder.checkpoint import save_checkpoint
 from complexorder.config import config_to_dict, find_config, load_config
 from complexorder.experiments.ablation import PAPER_ROWS, render_table4
-from complexorder.experiments.classification import GridConfig, Unit, build_model_from_config, unit_config
+from complexorder.experiments.classification import GridConfig, Unit, Variant, build_model_from_config, unit_config
 from complexorder.experiments.inspection import extreme_words, inspect_checkpoint, position_sensitivity
 
 V, D, FF = 50, 8, 16
@@ -148,3 +148,17 @@ def test_table4_rendering_with_deltas():
     assert "| complex-order | r e^{i ω pos} | × | 0.00M |" in text
     assert "0.793 ± 0.001 | 2 | -0.010 | 0.785 | -0.028 |" in text
     assert "| vanilla Transformer (TPE) | WE + PE | - | — | — | 4.10M | not measured | 0 |" in text
+    assert "Further rows" not in text
+    # a variant that is not a paper row (positions counted from 1) gets its own table, out of the ordering checks
+    extra = Variant("complex-order, positions from 1", "complex-order",
+                                                  {"first_position": 1})
+    for seed, acc in ((1, 0.90), (2, 0.92)):
+        config = unit_config(grid, Unit("SST2", "transformer", extra, f"seed-{seed}"))
+        records.append({"dataset": "SST2", "model": "transformer", "variant": extra.label, "split": f"seed-{seed}",
+                        "test_accuracy": acc, "parameters": 2_500_000, "vocab_size": V, "config": config,
+                        "finished_at": "t"})
+    text = render_table4(records)
+    # complex-order: 0.802 and 0.804 (mean 0.803); the extra row 0.910 ± 0.014: Δ +0.107
+    assert ("| complex-order, positions from 1 | × | complex-order: first_position = 1 | 2.50M | 0.910 ± 0.014 | 2 | "
+            "+0.107 |") in text
+    assert "complex-order best (paper: yes): yes" in text  # the extra row does not count as a paper row

@@ -53,6 +53,38 @@ def test_default_positions_count_from_zero_along_last_dim():
     assert torch.allclose(emb(tokens)[:, 0].imag, torch.zeros(2, 5, dtype=D64))
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_first_position_shifts_only_the_default_positions(fused):
+    emb = random_embedding(fused=fused, first_position=1, padding_idx=0)
+    tokens = torch.tensor([[3, 1, 4, 0], [5, 2, 6, 1]])
+    out = emb(tokens)
+    r, w = emb.amplitude.tolist(), emb.frequency.tolist()
+    zero = [[0.0] * 5] * 7
+    for b in range(2):
+        for i in range(4):  # the authors' counting: the i-th token sits at position i + 1
+            for d in range(5):
+                if tokens[b, i] == 0:
+                    continue  # padding, checked below
+                expected = hand_wave(r, w, zero, tokens[b, i].item(), i + 1, d)
+                assert abs(out[b, i, d].item() - expected) < 1e-10
+    assert torch.all(out[0, 3] == 0)  # padding stays exactly zero
+    # explicit positions are used as given, whatever first_position says
+    assert torch.equal(emb(tokens, torch.arange(4)), random_embedding(fused=fused, padding_idx=0)(tokens))
+    # the shared-amplitude rows of Table 4: at position 0 every word is r_d; from position 1 on it is not
+    shared = random_embedding(amplitude_sharing="word")
+    assert torch.equal(shared(torch.tensor([[3]]))[0, 0], shared(torch.tensor([[5]]))[0, 0])
+    shared.first_position = 1
+    assert not torch.equal(shared(torch.tensor([[3]]))[0, 0], shared(torch.tensor([[5]]))[0, 0])
+    assert "first_position=1" in repr(emb) and "first_position" not in repr(random_embedding())
+    assert co.build_embedding("complex-order", 4, 2, first_position=2).first_position == 2
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match=r"^first_position must be a non-negative integer \(the first "
+                                             r"default position\), got "):
+            co.ComplexOrderEmbedding(4, 2, first_position=bad)
+    with pytest.raises(ValueError, match="option\\(s\\) first_position not accepted by embedding 'tpe'"):
+        co.build_embedding("tpe", 4, 2, first_position=1)
+
+
 def test_output_dtype_is_complex64_for_float32_parameters():
     emb = co.ComplexOrderEmbedding(10, 3)
     assert emb(torch.tensor([[1, 2]])).dtype == torch.complex64

@@ -12,7 +12,8 @@ name (``build_embedding``)  what a word ``j`` at position ``pos`` becomes       
 
 Positions default to ``0, 1, ..., L-1`` along the last token dimension (``pos`` in N as in
 the paper's Sec. 2 and in the Transformer's Eq. 7; the paper's appendix C code counts from 1:
-pass ``positions=torch.arange(1, L + 1)`` to reproduce it). Explicit ``positions`` may be
+pass ``positions=torch.arange(1, L + 1)``, or build ``"complex-order"`` with ``first_position=1``,
+to reproduce it). Explicit ``positions`` may be
 integer or float tensors broadcastable to ``tokens`` -- step-wise decoding and
 Transformer-XL memories pass them.
 
@@ -339,6 +340,12 @@ class ComplexOrderEmbedding(nn.Module):
             ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
         fused: use the fused autograd function (default). ``False`` runs the plain-autograd
             reference of the same equation (slower, kept for testing).
+        first_position: where the default positions start: ``first_position, ..., first_position + L - 1``
+            (default 0, as the paper's Sec. 2 and Eq. 7; the authors' code counts from 1). At
+            position 0 the phase is ``theta`` (0 without initial phases), so a word's embedding is
+            its amplitude alone; with shared amplitudes that loses (word-sharing) or reduces to a
+            scale (dimension-sharing) the first word's identity -- starting at 1 avoids it.
+            Explicit ``positions`` passed to :meth:`forward` are used as given.
 
     Attributes:
         amplitude, frequency: real parameters broadcastable to ``[V, D]``.
@@ -346,7 +353,8 @@ class ComplexOrderEmbedding(nn.Module):
 
     Shape:
         - tokens: ``[..., L]`` integer ids in ``[0, V)``.
-        - positions: ``None`` (``0..L-1``) or an integer/float tensor broadcastable to tokens.
+        - positions: ``None`` (``first_position, ..., first_position + L - 1``) or an integer/float
+          tensor broadcastable to tokens.
         - output: ``[..., L, D]`` complex (``complex64`` for float32 parameters).
 
     Parameter count: ``2VD``; ``3VD`` with initial phases; ``VD + D`` with word-sharing and
@@ -368,10 +376,13 @@ class ComplexOrderEmbedding(nn.Module):
                  frequency_sharing: str | None = None, amplitude_sharing: str | None = None,
                  initial_phase: bool = False, frequency_init: str | float | Tensor = "sinusoidal",
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, fused: bool = True,
-                 device=None, dtype=None) -> None:
+                 first_position: int = 0, device=None, dtype=None) -> None:
         super().__init__()
         if num_embeddings <= 0 or embedding_dim <= 0:
             raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
+            raise ValueError(f"first_position must be a non-negative integer (the first default position), "
+                             f"got {first_position!r}")
         _check_choice("frequency_sharing", frequency_sharing, SHARING_SCHEMES)
         _check_choice("amplitude_sharing", amplitude_sharing, SHARING_SCHEMES)
         if frequency_sharing == "dimension" and amplitude_sharing == "dimension" and not initial_phase:
@@ -393,6 +404,7 @@ class ComplexOrderEmbedding(nn.Module):
         self.amplitude_init = amplitude_init
         self.sparse = sparse
         self.fused = fused
+        self.first_position = first_position
         factory = {"device": device, "dtype": dtype}
         self.amplitude = nn.Parameter(torch.empty(self._table_shape(amplitude_sharing), **factory))
         self.frequency = nn.Parameter(torch.empty(self._table_shape(frequency_sharing), **factory))
@@ -461,6 +473,8 @@ class ComplexOrderEmbedding(nn.Module):
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
         pos = _resolve_positions(tokens, positions, self.amplitude.dtype)
+        if positions is None and self.first_position:
+            pos = pos + self.first_position
         if self.fused:
             return complex_order_embedding(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
                                            self.padding_idx, self.sparse)
@@ -482,6 +496,8 @@ class ComplexOrderEmbedding(nn.Module):
             s += ", sparse=True"
         if not self.fused:
             s += ", fused=False"
+        if self.first_position:
+            s += f", first_position={self.first_position}"
         return s
 
 
@@ -568,7 +584,7 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
             the amplitudes of the complex ones.
         max_positions: position-table size of ``"pe"`` (ignored by the others).
         **options: further keyword arguments for ``"complex-order"`` (sharing schemes,
-            ``initial_phase``, ``frequency_init``, ...) and ``sparse`` for all.
+            ``initial_phase``, ``frequency_init``, ``first_position``, ...) and ``sparse`` for all.
 
     Examples::
 
@@ -581,7 +597,8 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
         _check_matrix("pretrained", pretrained, (num_embeddings, embedding_dim))
     allowed = {"sparse", "device", "dtype"}
     if name == "complex-order":
-        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused"}
+        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
+                    "first_position"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} not accepted by embedding {name!r}; "
