@@ -168,6 +168,12 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     with pytest.raises(PermissionError, match=r"^--figure: cannot create directory .*a-file is a file$"):
         write_report([str(results)], tmp_path / "t2.md", tmp_path / "a-file" / "fig.png")
     assert not (tmp_path / "t2.md").exists()  # checked before anything is written
+    with pytest.raises(ValueError, match=r"^--figure .*fig.jpg: unsupported image format '.jpg'; use one of .png, "
+                                         r".pdf, .svg$"):
+        write_report([str(results)], tmp_path / "t3.md", tmp_path / "fig.jpg")
+    assert not (tmp_path / "t3.md").exists()
+    write_report([str(results)], tmp_path / "t4.md", tmp_path / "fig.svg")
+    assert (tmp_path / "fig.svg").read_text().lstrip().startswith("<?xml")  # the suffix's format, not PNG bytes
 
 
 def test_report_compares_a_configured_variant_with_complex_order_on_dev_accuracy():
@@ -238,14 +244,28 @@ def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     ({"filter_sizes": ()}, r"\[cnn\] filter_sizes must be a non-empty list of positive integers, got \(\)"),
     ({"dropout": 1.0}, r"\[cnn\] dropout must be a number in \[0, 1\), got 1.0"),
     ({"lr": 0.0}, r"\[cnn\] lr must be a number > 0, got 0.0"),
-    ({"patience": -1}, r"\[cnn\] patience must be an integer >= 0, got -1"),
+    ({"patience": 0}, r"\[cnn\] patience must be a positive integer \(epochs without a better dev accuracy before "
+                      r"stopping\), got 0"),
+    ({"nhead": 3}, r"\[cnn\] nhead must be a divisor of embedding_dim \(8\), got 3"),
 ])
-def test_model_settings_out_of_range_fail_before_any_training(tmp_path, change, message):
+def test_model_settings_out_of_range_fail_before_any_training(tmp_path, monkeypatch, change, message):
     grid = tiny_grid(tmp_path, models=["cnn"])
     bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, **change))
     with pytest.raises(ValueError, match=message):
         plan_units(bad)
-    assert not (tmp_path / "results.jsonl").exists()
+    trained = []
+    monkeypatch.setattr(runner, "build_classifier", lambda *a, **k: trained.append(1))
+    with pytest.raises(ValueError, match=message):
+        run_grid(bad, progress=False, log=lambda *_: None)
+    assert not trained and not (tmp_path / "results.jsonl").exists()
+
+
+def test_variant_options_the_runner_sets_are_refused(tmp_path):
+    for key in ("sparse", "dtype"):
+        variants = [Variant("mine", "complex-order", {key: False})]
+        with pytest.raises(ValueError, match=rf"^variant 'mine': option\(s\) {key} are set by the runner "
+                                             r"\(sparse from the model section's sparse_embeddings\), not per variant$"):
+            plan_units(tiny_grid(tmp_path / key, variants=variants))
 
 
 def test_bad_vectors_format_and_variant_options_fail_at_validation(tmp_path):
@@ -256,3 +276,18 @@ def test_bad_vectors_format_and_variant_options_fail_at_validation(tmp_path):
     with pytest.raises(ValueError, match=r"variant 'mine': option\(s\) frequency_sharng not accepted by embedding "
                                          r"'complex-order'"):
         plan_units(tiny_grid(tmp_path / "b", variants=variants))
+
+
+def test_unwritable_outputs_are_named_before_any_training(tmp_path, monkeypatch):
+    trained = []
+    monkeypatch.setattr(runner, "build_classifier", lambda *a, **k: trained.append(1))
+    (tmp_path / "results-dir").mkdir()
+    grid = tiny_grid(tmp_path, models=["cnn"], results=str(tmp_path / "results-dir"))
+    with pytest.raises(PermissionError, match=r"^results file \(config `results` / --results\): .*results-dir is a "
+                                              r"directory, expected a file path$"):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    (tmp_path / "a-file").write_text("")
+    grid = tiny_grid(tmp_path / "b", models=["cnn"], checkpoint_dir=str(tmp_path / "a-file"))
+    with pytest.raises(PermissionError, match=r"^checkpoint directory \(config `checkpoint_dir` / --checkpoint-dir\): "):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    assert not trained

@@ -78,8 +78,10 @@ class ModelSettings:
             value = getattr(self, key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
                 fail(key, "a positive integer")
-        if not (isinstance(self.patience, int) and not isinstance(self.patience, bool) and self.patience >= 0):
-            fail("patience", "an integer >= 0")
+        if not (isinstance(self.patience, int) and not isinstance(self.patience, bool) and self.patience >= 1):
+            fail("patience", "a positive integer (epochs without a better dev accuracy before stopping)")
+        if self.embedding_dim % self.nhead:
+            fail("nhead", f"a divisor of embedding_dim ({self.embedding_dim})")
         sizes = self.filter_sizes
         if not (isinstance(sizes, (list, tuple)) and sizes
                 and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in sizes)):
@@ -159,6 +161,10 @@ class GridConfig:
             getattr(self, name).validate(f"[{name}]")
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
+                owned = sorted(set(v.options) & {"sparse", "device", "dtype"})
+                if owned:
+                    raise ValueError(f"variant {v.label!r}: option(s) {', '.join(owned)} are set by the runner "
+                                     "(sparse from the model section's sparse_embeddings), not per variant")
                 try:
                     build_embedding(v.embedding, 4, 4, padding_idx=0, **v.options)
                 except (TypeError, ValueError) as err:
@@ -311,9 +317,10 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)
-    check_writable(grid.results, "results file (--results)")
+    check_writable(grid.results, "results file (config `results` / --results)")
     if grid.checkpoint_dir:
-        check_writable(grid.checkpoint_dir, "checkpoint directory (--checkpoint-dir)", directory=True)
+        check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
+                       directory=True)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
     done = {unit_key(r) for r in read_jsonl(results_path, warn=log) if "config_hash" in r}

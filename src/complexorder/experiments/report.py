@@ -292,7 +292,7 @@ def _targets(cells, paper, datasets, models) -> list[str]:
 
 
 def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None = None) -> dict:
-    """Fig. 2: mean training seconds per epoch per model x embedding, one panel per data set (PNG).
+    """Fig. 2: mean training seconds per epoch per model x embedding, one panel per data set (PNG, or PDF/SVG by the suffix).
 
     Returns ``{dataset: {(model, variant): mean seconds}}`` for the plotted data sets.
     """
@@ -329,16 +329,29 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     fig.suptitle("Training time per epoch (CPU, one thread, shared machine)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    fig.savefig(buffer, format=_image_format(path), dpi=110)
     plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())
     return means
+
+
+IMAGE_FORMATS = ("png", "pdf", "svg")
+
+
+def _image_format(path: str | Path) -> str:
+    """The figure's format from its suffix (PNG when there is none); a one-line error for others."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix and suffix not in IMAGE_FORMATS:
+        raise ValueError(f"--figure {path}: unsupported image format '.{suffix}'; use one of "
+                         f"{', '.join('.' + f for f in IMAGE_FORMATS)}")
+    return suffix or "png"
 
 
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
                  figure_dataset: str | None = None) -> str:
     check_writable(out, "--out")
     if figure:
+        _image_format(figure)
         check_writable(figure, "--figure")
     records = load_results(results)
     if not records:
