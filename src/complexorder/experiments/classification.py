@@ -68,8 +68,10 @@ class ModelSettings:
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
 
-    def validate(self, where: str) -> None:
-        """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range."""
+    def validate(self, where: str, architecture: str | None = None) -> None:
+        """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
+
+        ``architecture`` adds the checks only it needs (the Transformer's heads must divide ``embedding_dim``)."""
         def fail(key: str, expected: str) -> None:
             raise ValueError(f"{where} {key} must be {expected}, got {getattr(self, key)!r}")
 
@@ -80,7 +82,7 @@ class ModelSettings:
                 fail(key, "a positive integer")
         if not (isinstance(self.patience, int) and not isinstance(self.patience, bool) and self.patience >= 1):
             fail("patience", "a positive integer (epochs without a better dev accuracy before stopping)")
-        if self.embedding_dim % self.nhead:
+        if architecture == "transformer" and self.embedding_dim % self.nhead:
             fail("nhead", f"a divisor of embedding_dim ({self.embedding_dim})")
         sizes = self.filter_sizes
         if not (isinstance(sizes, (list, tuple)) and sizes
@@ -158,7 +160,7 @@ class GridConfig:
         if self.vectors_format not in VECTOR_FORMATS:
             raise ValueError(f"vectors_format must be one of {', '.join(VECTOR_FORMATS)}, got {self.vectors_format!r}")
         for name in self.models:
-            getattr(self, name).validate(f"[{name}]")
+            getattr(self, name).validate(f"[{name}]", name)
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
                 owned = sorted(set(v.options) & {"sparse", "device", "dtype"})
