@@ -186,3 +186,35 @@ def test_a_data_file_without_examples_is_an_error_not_a_smaller_data_set(tmp_pat
     (sst / "stsa.binary.test").write_bytes(b"")
     with pytest.raises(ValueError, match=r"stsa.binary.test: no examples .*expected lines like '<0\|1> <sentence>'"):
         load_dataset("SST2-sent", tmp_path)
+
+
+def test_word2vec_records_its_provenance_beside_the_file(tmp_path):
+    import json
+    import random
+
+    import gensim
+    import numpy
+    import scipy
+
+    from complexorder.data.download import sha256_of
+    from complexorder.data.vectors import provenance_path, train_word2vec, vectors_provenance
+
+    rng = random.Random(1)
+    words = [f"w{i}" for i in range(30)]
+    sentences = [[rng.choice(words) for _ in range(6)] for _ in range(50)]
+    out = tmp_path / "v.txt"
+    train_word2vec(sentences, out, dim=4, epochs=1, seed=7)
+    assert provenance_path(out) == tmp_path / "v.txt.json"
+    made = json.loads(provenance_path(out).read_text())
+    assert made["sha256"] == sha256_of(out) and made["file"] == "v.txt"
+    assert (made["sentences"], made["tokens"], made["words"]) == (50, 300, 30)
+    assert made["settings"] == {"dim": 4, "epochs": 1, "window": 5, "min_count": 1, "negative": 5, "seed": 7,
+                                "workers": 1, "sg": 1}
+    assert (made["versions"]["gensim"], made["versions"]["numpy"], made["versions"]["scipy"]) == (
+        gensim.__version__, numpy.__version__, scipy.__version__)
+    assert vectors_provenance(out, sha256_of(out)) == made
+    # a record describing another file, or a broken one, is not this file's provenance
+    assert vectors_provenance(out, "0" * 64) is None
+    provenance_path(out).write_text("{not json")
+    assert vectors_provenance(out) is None
+    assert vectors_provenance(tmp_path / "absent.txt") is None

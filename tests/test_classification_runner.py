@@ -301,3 +301,23 @@ def test_unwritable_outputs_are_named_before_any_training(tmp_path, monkeypatch)
     with pytest.raises(PermissionError, match=r"^checkpoint directory \(config `checkpoint_dir` / --checkpoint-dir\): "):
         run_grid(grid, progress=False, log=lambda *_: None)
     assert not trained
+
+
+def test_results_record_the_library_versions_the_vectors_were_trained_with(tmp_path):
+    import json
+
+    from complexorder.data.vectors import provenance_path
+
+    grid = tiny_grid(tmp_path, folds=[0], models=["fasttext"], embeddings=["none"])
+    vec = tmp_path / "vec.txt"
+    made = {"sha256": sha256_of(vec), "versions": {"gensim": "4.4.0", "numpy": "2.4.6", "scipy": "1.17.1"}}
+    provenance_path(vec).write_text(json.dumps(made))
+    (first,) = run_grid(grid, progress=False, log=lambda *_: None)
+    assert first["vectors"]["trained_with"] == made["versions"]
+    # a provenance file for another file's digest is ignored, and its absence changes nothing else
+    provenance_path(vec).write_text(json.dumps({**made, "sha256": "f" * 64}))
+    (second,) = run_grid(dataclasses.replace(grid, results=str(tmp_path / "other.jsonl")), progress=False,
+                         log=lambda *_: None)
+    assert "trained_with" not in second["vectors"]
+    assert {k: v for k, v in first["vectors"].items() if k != "trained_with"} == second["vectors"]
+    assert first["config_hash"] == second["config_hash"] and first["test_accuracy"] == second["test_accuracy"]

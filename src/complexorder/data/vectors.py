@@ -7,8 +7,10 @@ skip-gram vectors on the unlabeled sentences at hand instead; every result recor
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import platform
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +22,7 @@ from .text import kim_tokenize, read_lines
 from .vocab import Vocabulary
 
 __all__ = ["unlabeled_sentences", "train_word2vec", "load_word_vectors", "vectors_for_vocabulary",
-           "VECTOR_FORMATS"]
+           "vectors_provenance", "provenance_path", "VECTOR_FORMATS"]
 
 VECTOR_FORMATS = ("auto", "word2vec-binary", "word2vec-text", "glove")
 MULTI30K_ENGLISH = ("train.en", "val.en", "test2016.en")
@@ -49,12 +51,43 @@ def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = PAPER_DA
     return sentences
 
 
+def _library_versions() -> dict[str, str]:
+    """Versions of what the trained vectors depend on (gensim's kernels call SciPy's BLAS)."""
+    import gensim
+    import numpy
+    import scipy
+
+    return {"gensim": gensim.__version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "machine": platform.machine()}
+
+
+def provenance_path(vectors: str | Path) -> Path:
+    """Where :func:`train_word2vec` records how ``vectors`` was made: ``<file>.json`` beside it."""
+    vectors = Path(vectors)
+    return vectors.with_name(vectors.name + ".json")
+
+
+def vectors_provenance(vectors: str | Path, sha256: str | None = None) -> dict | None:
+    """The provenance record written beside ``vectors`` by :func:`train_word2vec`, or ``None`` when there is
+    none, it is unreadable, or it describes another file (its ``sha256`` differs from ``sha256``, when given)."""
+    try:
+        record = json.loads(provenance_path(vectors).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or (sha256 is not None and record.get("sha256") != sha256):
+        return None
+    return record
+
+
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
                    min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1):
     """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors.
 
-    With ``workers=1`` the vectors are a function of the corpus and ``seed`` alone (the same file on
-    every run); with more threads gensim's result depends on thread scheduling and differs run to run.
+    With ``workers=1`` the vectors are a function of the corpus, ``seed`` and the numerical libraries
+    (the same file on every run with the same gensim, NumPy and SciPy builds; other builds give other
+    floats); with more threads gensim's result depends on thread scheduling and differs run to run.
+    Beside the file, ``<out>.json`` records its sha256, the training settings, the corpus size and those
+    libraries' versions (:func:`vectors_provenance` reads it back).
     """
     from gensim.models import Word2Vec
 
@@ -76,6 +109,15 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    from ..checkpoint import atomic_write_text
+    from .download import sha256_of
+
+    record = {"file": out.name, "sha256": sha256_of(out), "words": len(model.wv.key_to_index),
+              "sentences": len(sentences), "tokens": sum(map(len, sentences)),
+              "settings": {"dim": dim, "epochs": epochs, "window": window, "min_count": min_count,
+                           "negative": negative, "seed": seed, "workers": workers, "sg": 1},
+              "versions": _library_versions()}
+    atomic_write_text(provenance_path(out), json.dumps(record, indent=1) + "\n")
     return model.wv
 
 

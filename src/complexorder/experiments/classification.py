@@ -28,7 +28,7 @@ from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
-from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary
+from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary, vectors_provenance
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..models import CLASSIFIERS, build_classifier
@@ -284,6 +284,9 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         kv = cache.word_vectors(grid.vectors, settings.embedding_dim)
         pretrained, coverage = vectors_for_vocabulary(kv, vocab, seed=unit.seed)
         vectors_info = {"path": grid.vectors, "coverage": round(coverage, 4), "sha256": cache.digest(grid.vectors)}
+        made = vectors_provenance(grid.vectors, vectors_info["sha256"])  # written by `complexorder vectors train`
+        if made and isinstance(made.get("versions"), dict):
+            vectors_info["trained_with"] = made["versions"]
     torch.manual_seed(unit.seed)
     model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
     min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1

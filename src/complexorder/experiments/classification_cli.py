@@ -148,7 +148,7 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
 
 def run_vectors_train(args: argparse.Namespace) -> int:
     from ..data.download import sha256_of
-    from ..data.vectors import train_word2vec, unlabeled_sentences
+    from ..data.vectors import provenance_path, train_word2vec, unlabeled_sentences, vectors_provenance
 
     data_dir = resolve_data_dir(args.data_dir)
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
@@ -158,6 +158,9 @@ def run_vectors_train(args: argparse.Namespace) -> int:
                         workers=args.workers)
     # every classification result records this digest, so results from different vector files are told apart
     print(f"saved {len(kv.key_to_index):,} vectors to {args.out} (sha256 {sha256_of(args.out)})")
+    made = vectors_provenance(args.out) or {}
+    versions = ", ".join(f"{k} {v}" for k, v in made.get("versions", {}).items())
+    print(f"provenance (settings, corpus size, {versions}) in {provenance_path(args.out)}")
     return 0
 
 
