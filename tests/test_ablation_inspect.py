@@ -160,6 +160,21 @@ def test_table4_rendering_with_deltas():
     text = render_table4(records)
     # complex-order: 0.802 and 0.804 on seeds 1, 2; the extra row 0.90, 0.92, 0.50 (mean 0.773 ± 0.237):
     # Δ on the paired seeds 1, 2 = mean(0.098, 0.116) = +0.107
+    # it extends complex-order itself (no options), so both deltas are the same
     assert ("| complex-order, positions from 1 | × | complex-order: first_position = 1 | 2.50M | 0.773 ± 0.237 | 3 | "
-            "+0.107 (n=2) |") in text
+            "+0.107 (n=2) | complex-order | +0.107 (n=2) |") in text
+    # a row adding first_position to a sharing row is compared with that row: the paper row with the options
+    # {amplitude_sharing: word} is the largest proper subset of {amplitude_sharing: word, first_position: 1}
+    word = next(v for v in grid.resolved_variants() if v.label == "word-sharing amplitude")
+    both = Variant("word-sharing amplitude, positions from 1", "complex-order", {**word.options, "first_position": 1})
+    for v, accs in ((word, (0.70, 0.74)), (both, (0.75, 0.80))):
+        for seed, acc in zip((1, 2), accs):
+            config = unit_config(grid, Unit("SST2", "transformer", v, f"seed-{seed}"))
+            records.append({"dataset": "SST2", "model": "transformer", "variant": v.label, "split": f"seed-{seed}",
+                            "test_accuracy": acc, "parameters": 1_000_000, "vocab_size": V, "config": config,
+                            "finished_at": "t"})
+    text = render_table4(records)
+    # to complex-order (0.802, 0.804): mean(-0.052, -0.004) = -0.028; to word-sharing amplitude: mean(0.05, 0.06) = +0.055
+    assert ("| word-sharing amplitude, positions from 1 | × | complex-order: amplitude_sharing = 'word', first_position = 1 "
+            "| 1.00M | 0.775 ± 0.035 | 2 | -0.028 (n=2) | word-sharing amplitude | +0.055 (n=2) |") in text
     assert "complex-order best (paper: yes): yes" in text  # the extra row does not count as a paper row
