@@ -314,6 +314,8 @@ def test_results_record_the_library_versions_the_vectors_were_trained_with(tmp_p
     provenance_path(vec).write_text(json.dumps(made))
     (first,) = run_grid(grid, progress=False, log=lambda *_: None)
     assert first["vectors"]["trained_with"] == made["versions"]
+    # the CPU and torch's kernel path are recorded too (results are bit-reproducible only on the same path)
+    assert first["cpu"]["torch_capability"] == torch.backends.cpu.get_cpu_capability() and first["cpu"]["model"]
     # a provenance file for another file's digest is ignored, and its absence changes nothing else
     provenance_path(vec).write_text(json.dumps({**made, "sha256": "f" * 64}))
     (second,) = run_grid(dataclasses.replace(grid, results=str(tmp_path / "other.jsonl")), progress=False,

@@ -52,13 +52,15 @@ def unlabeled_sentences(data_dir: str | Path, datasets: Iterable[str] = PAPER_DA
 
 
 def _library_versions() -> dict[str, str]:
-    """Versions of what the trained vectors depend on (gensim's kernels call SciPy's BLAS)."""
+    """Versions of what the trained vectors depend on (gensim's kernels call SciPy's BLAS, whose kernel depends on the CPU)."""
     import gensim
     import numpy
     import scipy
 
+    from ..environment import cpu_info
+
     return {"gensim": gensim.__version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version(), "machine": platform.machine()}
+            "python": platform.python_version(), "machine": platform.machine(), "cpu": cpu_info()["model"]}
 
 
 def provenance_path(vectors: str | Path) -> Path:

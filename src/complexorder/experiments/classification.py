@@ -31,6 +31,7 @@ from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary, vectors_provenance
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
+from ..environment import cpu_info
 from ..models import CLASSIFIERS, build_classifier
 from .training import count_parameters, evaluate_accuracy, train_classifier
 
@@ -306,6 +307,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_info(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command,
     }
     if grid.checkpoint_dir:
