@@ -156,9 +156,9 @@ def run_vectors_train(args: argparse.Namespace) -> int:
           f"({sum(map(len, sentences)):,} tokens) from {data_dir}")
     kv = train_word2vec(sentences, args.out, dim=args.dim, epochs=args.epochs, min_count=args.min_count, seed=args.seed,
                         workers=args.workers)
+    made = vectors_provenance(args.out) or {}  # written by train_word2vec, with the file's digest
     # every classification result records this digest, so results from different vector files are told apart
-    print(f"saved {len(kv.key_to_index):,} vectors to {args.out} (sha256 {sha256_of(args.out)})")
-    made = vectors_provenance(args.out) or {}
+    print(f"saved {len(kv.key_to_index):,} vectors to {args.out} (sha256 {made.get('sha256') or sha256_of(args.out)})")
     versions = ", ".join(f"{k} {v}" for k, v in made.get("versions", {}).items())
     print(f"provenance (settings, corpus size, {versions}) in {provenance_path(args.out)}")
     return 0
