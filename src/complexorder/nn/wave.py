@@ -6,10 +6,13 @@ Two implementations of paper Eq. 5 live here:
   equation reads (gather, multiply, ``cos``/``sin``). It is the reference the tests
   (``tests/test_fast_paths.py``) hold every faster path to.
 * :func:`complex_order_embedding` -- the fused path used by
-  :class:`complexorder.ComplexOrderEmbedding`: one custom autograd function that gathers
-  the rows once, computes ``cos``/``sin`` once, writes the interleaved complex output
-  directly, saves the unit phasor and the gathered amplitudes for backward and scatters the gradients straight into
-  the parameter tables (dense, or sparse like ``nn.Embedding(sparse=True)``).
+  :class:`complexorder.ComplexOrderEmbedding`: one custom autograd function. For CPU float32
+  per-word tables it calls the native kernel (:mod:`complexorder.nn.native`: one pass each way,
+  the phasor recomputed in backward instead of saved); otherwise (float64, CUDA, shared tables,
+  or no compiled kernel) it gathers the rows once, computes ``cos``/``sin`` once, writes the
+  interleaved complex output directly, saves the unit phasor and the gathered amplitudes for
+  backward and scatters the gradients straight into the parameter tables (dense, or sparse like
+  ``nn.Embedding(sparse=True)``).
 
 Parameters may be *shared*: a table is ``[V, D]`` (one value per word and dimension),
 ``[1, D]`` (word-sharing: all words share one value per dimension) or ``[V, 1]``
@@ -45,6 +48,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
+
+from . import native
 
 __all__ = [
     "complex_order_embedding",
@@ -160,6 +165,15 @@ class _ComplexOrderWave(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tokens, positions, amplitude, frequency, initial_phase, padding_idx, sparse):
+        ctx.padding_idx = padding_idx
+        ctx.sparse = sparse
+        ctx.native = native.supports(positions, amplitude, frequency, initial_phase)
+        if ctx.native:
+            flat = tokens.reshape(-1).to(torch.int64).contiguous()
+            pos = positions.expand(tokens.shape).reshape(-1).contiguous()
+            out = native.wave_forward(flat, pos, amplitude, frequency, initial_phase, padding_idx)
+            ctx.save_for_backward(flat, pos, amplitude, frequency, initial_phase)
+            return torch.view_as_complex(out.view(tuple(tokens.shape) + (amplitude.shape[1], 2)))
         shape = tuple(tokens.shape)
         flat = tokens.reshape(-1)
         n = flat.numel()
@@ -192,13 +206,13 @@ class _ComplexOrderWave(torch.autograd.Function):
         ctx.save_for_backward(tokens, positions, cos, sin, r, pad_rows)
         ctx.amplitude_shape = amplitude.shape
         ctx.shapes = (frequency.shape, None if initial_phase is None else initial_phase.shape)
-        ctx.padding_idx = padding_idx
-        ctx.sparse = sparse
         return torch.view_as_complex(out)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
+        if ctx.native:
+            return _native_backward(ctx, grad_out)
         tokens, positions, cos, sin, r, pad_rows = ctx.saved_tensors
         freq_shape, theta_shape = ctx.shapes
         flat = tokens.reshape(-1)
@@ -229,6 +243,18 @@ class _ComplexOrderWave(torch.autograd.Function):
                     in_place = not (need_theta and ctx.sparse)  # sparse grad_theta holds grad_phase itself
                     grad_w = table_grad(grad_phase.mul_(p) if in_place else grad_phase * p, freq_shape)
         return None, None, grad_r, grad_w, grad_theta, None, None
+
+
+def _native_backward(ctx, grad_out: Tensor) -> tuple:
+    flat, pos, amplitude, frequency, initial_phase = ctx.saved_tensors
+    g = torch.view_as_real(grad_out.resolve_conj().resolve_neg()).contiguous()
+    needs = ctx.needs_input_grad[2:5]
+    rows = ctx.sparse
+    grads = native.wave_backward(flat, pos, amplitude, frequency, initial_phase, ctx.padding_idx, g, needs, rows)
+    if rows:  # one row per token -> uncoalesced COO over the token rows, padding rows left out
+        grads = tuple(None if gr is None else _table_grad(gr, amplitude.shape, flat, None, ctx.padding_idx, True)
+                      for gr in grads)
+    return (None, None, *grads, None, None)
 
 
 def complex_order_embedding(
