@@ -52,6 +52,7 @@ from complexorder.checkpoint import check_writable
 from complexorder.data.paths import require_file, resolve_data_dir
 from complexorder.experiments.training import parameter_groups
 from complexorder.models import build_classifier
+from complexorder.nn import native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling report module, also when imported by path
 from speed_report import ratio, render  # noqa: E402
@@ -135,7 +136,8 @@ def machine_info() -> dict:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__,
             "cpu capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads(),
             "python": platform.python_version(), "os": platform.platform(),
-            "complexorder": complexorder.__version__ if hasattr(complexorder, "__version__") else "dev"}
+            "complexorder": complexorder.__version__ if hasattr(complexorder, "__version__") else "dev",
+            "native kernel": "used" if native.available() else native.status()}
 
 
 def loadavg() -> str:
@@ -235,7 +237,20 @@ class AppendixCEmbedding(nn.Module):
         return enc_output_real, enc_output_image
 
 
-EMBEDDING_CANDIDATES = ("ours", "ours+theta", "ours sparse", "appendix C", "floor", "floor sparse")
+class PyTorchPath(nn.Module):
+    """``ComplexOrderEmbedding`` with the native kernel switched off: the PyTorch fused path."""
+
+    def __init__(self, emb: ComplexOrderEmbedding) -> None:
+        super().__init__()
+        self.emb = emb
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        with native.disabled():  # the backward follows the forward's choice
+            return self.emb(tokens)
+
+
+PYTORCH_PATH = "ours, PyTorch path"
+EMBEDDING_CANDIDATES = ("ours", PYTORCH_PATH, "ours+theta", "ours sparse", "appendix C", "floor", "floor sparse")
 
 
 def make_embedding(name: str, vocab: int, dim: int) -> nn.Module:
@@ -243,8 +258,9 @@ def make_embedding(name: str, vocab: int, dim: int) -> nn.Module:
         return AppendixCEmbedding(vocab, dim)
     if name.startswith("floor"):
         return nn.Embedding(vocab, 2 * dim, sparse=name.endswith("sparse"))
-    return ComplexOrderEmbedding(vocab, dim, initial_phase=name == "ours+theta", sparse=name.endswith("sparse"),
-                                 frequency_init="uniform")
+    emb = ComplexOrderEmbedding(vocab, dim, initial_phase=name == "ours+theta", sparse=name.endswith("sparse"),
+                                frequency_init="uniform")
+    return PyTorchPath(emb) if name == PYTORCH_PATH else emb
 
 
 def embedding_step(module: nn.Module, tokens: torch.Tensor, grad: torch.Tensor) -> Step:
@@ -252,7 +268,7 @@ def embedding_step(module: nn.Module, tokens: torch.Tensor, grad: torch.Tensor) 
     if isinstance(module, AppendixCEmbedding):
         g_re, g_im = grad[..., 0], grad[..., 1]
         return lambda: torch.autograd.backward(module(tokens), (g_re, g_im))
-    if isinstance(module, ComplexOrderEmbedding):
+    if isinstance(module, (ComplexOrderEmbedding, PyTorchPath)):
         g = torch.view_as_complex(grad)
         return lambda: module(tokens).backward(g)
     g = grad.flatten(-2)
@@ -279,7 +295,8 @@ def bench_embedding(args: argparse.Namespace, regime: str) -> list[dict]:
                                            for k, v in faults.items()}})
                 del cands
                 print(f"  embedding [{regime}] {shape} D={dim} V={vocab}: ours/floor {ratio(times, 'ours', 'floor'):.2f}, "
-                      f"appendix C/ours {ratio(times, 'appendix C', 'ours'):.2f}", flush=True)
+                      f"appendix C/ours {ratio(times, 'appendix C', 'ours'):.2f}, "
+                      f"PyTorch path/ours {ratio(times, PYTORCH_PATH, 'ours'):.2f}", flush=True)
     return rows
 
 
@@ -426,7 +443,7 @@ def bench_epoch(args: argparse.Namespace, mr: tuple[EncodedDataset, int]) -> tup
 # --------------------------------------------------------------------------------- 4. memory
 
 MEMORY_SHAPE = (4, 4096, 512, 20_000)  # B, L, D, V
-MEMORY_CANDIDATES = ("ours", "ours+theta", "ours sparse", "appendix C", "floor")
+MEMORY_CANDIDATES = ("ours", PYTORCH_PATH, "ours+theta", "ours sparse", "appendix C", "floor")
 
 
 def _rss_kib(field: str) -> int:

@@ -316,6 +316,8 @@ def test_results_record_the_library_versions_the_vectors_were_trained_with(tmp_p
     assert first["vectors"]["trained_with"] == made["versions"]
     # the CPU and torch's kernel path are recorded too (results are bit-reproducible only on the same path)
     assert first["cpu"]["torch_capability"] == torch.backends.cpu.get_cpu_capability() and first["cpu"]["model"]
+    from complexorder.nn import native
+    assert first["cpu"]["embedding_kernel"] == ("native" if native.available() else "pytorch")
     # a provenance file for another file's digest is ignored, and its absence changes nothing else
     provenance_path(vec).write_text(json.dumps({**made, "sha256": "f" * 64}))
     (second,) = run_grid(dataclasses.replace(grid, results=str(tmp_path / "other.jsonl")), progress=False,

@@ -222,7 +222,8 @@ def test_report_marks_met_and_missed_targets_from_the_paired_ratios():
                              "--vocabs", "20000"])
     ms = lambda *values: [v / 1000 for v in values]  # noqa: E731
     times = {"floor": ms(10, 10, 20), "ours": ms(15, 15, 30), "ours+theta": ms(12, 12, 24),
-             "ours sparse": ms(5, 5, 10), "floor sparse": ms(1, 1, 2), "appendix C": ms(45, 45, 90)}
+             "ours sparse": ms(5, 5, 10), "floor sparse": ms(1, 1, 2), "appendix C": ms(45, 45, 90),
+             "ours, PyTorch path": ms(30, 45, 60)}
     rows = [{"regime": speed.GLIBC_DEFAULT, "shape": "32x50", "dim": 300, "vocab": 20000, "times": times,
              "fault_mib": {"floor": 46.0, "ours": 0.0, "ours+theta": 0.0}}]
     layer_times = {"real D": ms(10, 10), "real 2D": ms(30, 30), "complex": ms(33, 33), "complex shared": ms(20, 20)}
@@ -230,6 +231,8 @@ def test_report_marks_met_and_missed_targets_from_the_paired_ratios():
                 "minutes": {"layers": 0.5}}
     text = speed.render(args, "python benchmarks/speed.py", {"cpu": "test"}, ("1.00", "2.00"), sections, 60.0)
     assert "| 32x50 | 300 | 20,000 | yes | yes | **no** (1.15x the target) | yes | yes |" in text  # 1.5 / 1.3
-    assert "| 32x50 | 300 | 20,000 | 10.0 (10.0-20.0) | 15.0 (15.0-30.0) | 1.50 (1.50-1.50) |" in text
+    assert "| 32x50 | 300 | 20,000 | 10.0 (10.0-20.0) | 15.0 (15.0-30.0) | 1.50 (1.50-1.50) | 3.00 (3.00-3.00) | " \
+           "3.00 (3.00-4.50) | 2.00 (2.00-3.00) |" in text
+    assert "It takes 2.00-2.00x the native kernel's time (3.00-3.00x the floor)." in text
     assert "complex / real 2D 1.10-1.10" in text and "share_weights brings it to 2.00-2.00 x real D" in text
     assert "Minutes per section: layers 0.5." in text

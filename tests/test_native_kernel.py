@@ -270,3 +270,35 @@ def test_kernel_source_builds_portable_clones_not_for_the_build_machine():
     assert '"-march' not in setup and "'-march" not in setup and "optional=True" in setup
     assert 'target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")' in \
         (root / "src" / "complexorder" / "nn" / "_wave_kernel.c").read_text()
+
+
+@requires_kernel
+@pytest.mark.parametrize("padding_idx", [None, 0])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_native_complex_vanilla_equals_its_float64_reference(padding_idx, sparse):
+    """Complex-vanilla r exp(i theta) runs the same kernel with no frequency table."""
+    from complexorder import ComplexVanillaEmbedding
+    from complexorder.nn.wave import complex_vanilla_embedding_reference
+
+    emb = ComplexVanillaEmbedding(60, 29, padding_idx=padding_idx, sparse=sparse)
+    tokens = torch.randint(0, 60, (5, 17), generator=torch.Generator().manual_seed(9))
+    tokens[0, :3] = 0
+    upstream = torch.randn(5, 17, 29, dtype=torch.complex128, generator=torch.Generator().manual_seed(10))
+    calls = []
+    forward = native.wave_forward
+    try:
+        native.wave_forward = lambda *a, **k: calls.append(a) or forward(*a, **k)
+        out = emb(tokens)
+    finally:
+        native.wave_forward = forward
+    assert len(calls) == 1 and calls[0][1] is None  # the native path, without positions
+    got = torch.autograd.grad((out * upstream.to(out.dtype).conj()).real.sum(), [emb.amplitude, emb.phase])
+    r64, t64 = (p.detach().double().requires_grad_() for p in (emb.amplitude, emb.phase))
+    ref = complex_vanilla_embedding_reference(tokens, r64, t64, padding_idx)
+    want = torch.autograd.grad((ref * upstream.conj()).real.sum(), [r64, t64])
+    assert torch.allclose(out.to(torch.complex128), ref, atol=5 * 2.4e-7 * r64.abs().max().item(), rtol=0)
+    for g, h in zip(got, want):
+        assert g.is_sparse == sparse
+        assert torch.allclose(g.to_dense().double() if sparse else g.double(), h, atol=1e-5 * h.abs().max(), rtol=0)
+    if padding_idx is not None:
+        assert (out[tokens == 0] == 0).all()

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .nn.wave import complex_order_embedding, complex_order_embedding_reference
+from .nn.wave import complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding
 
 __all__ = [
     "EMBEDDINGS",
@@ -545,11 +545,7 @@ class ComplexVanillaEmbedding(nn.Module):
         _check_tokens(tokens, self.num_embeddings)
         if positions is not None:
             _resolve_positions(tokens, positions, self.amplitude.dtype)
-        r = F.embedding(tokens, self.amplitude, self.padding_idx, sparse=self.sparse)
-        theta = F.embedding(tokens, self.phase, self.padding_idx, sparse=self.sparse)
-        if self.padding_idx is not None:
-            r = r * (tokens != self.padding_idx).unsqueeze(-1).to(r.dtype)
-        return torch.complex(r * torch.cos(theta), r * torch.sin(theta))  # not polar: r is signed
+        return complex_vanilla_embedding(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"

@@ -1,4 +1,4 @@
-"""What a result depends on beyond the code and its settings: the CPU and the kernel path torch picks on it."""
+"""What a result depends on beyond the code and its settings: the CPU and the kernel paths taken on it."""
 
 from __future__ import annotations
 
@@ -6,15 +6,20 @@ import platform
 
 import torch
 
+from .nn import native
+
 __all__ = ["cpu_info"]
 
 
 def cpu_info() -> dict[str, str]:
-    """The CPU and the kernel path torch picked on it (``torch.backends.cpu.get_cpu_capability()``).
+    """The CPU, the kernel path torch picked on it (``torch.backends.cpu.get_cpu_capability()``) and
+    whether the complex embeddings ran the native kernel (``"native"``) or the PyTorch path (``"pytorch"``).
 
     Recorded with every result: the same code, seed and torch release give different floating-point
-    results on CPUs where torch (or BLAS) takes another kernel path, so bit-for-bit reproduction of a
-    result needs the same path."""
+    results on CPUs where torch (or BLAS) takes another kernel path, and the native kernel's sines and
+    cosines differ from torch's by up to ~1 ulp, so bit-for-bit reproduction of a result needs the same
+    paths."""
+
     model = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -22,4 +27,5 @@ def cpu_info() -> dict[str, str]:
     except OSError:
         pass
     return {"model": model or platform.processor() or platform.machine(),
-            "torch_capability": torch.backends.cpu.get_cpu_capability()}
+            "torch_capability": torch.backends.cpu.get_cpu_capability(),
+            "embedding_kernel": "native" if native.available() else "pytorch"}

@@ -83,17 +83,22 @@ def disabled() -> Iterator[None]:
         _enabled = before
 
 
-def supports(positions: Tensor, amplitude: Tensor, frequency: Tensor | None, initial_phase: Tensor | None) -> bool:
+def supports(positions: Tensor | None, amplitude: Tensor, frequency: Tensor | None,
+             initial_phase: Tensor | None) -> bool:
     """Whether the native kernel can compute this call.
 
     It serves CPU float32 per-word tables of one shape ``[V, D]`` (no sharing scheme; a
-    frequency table, an initial-phase table or both) with float32 positions; everything else
-    (float64, CUDA, shared ``[1, D]`` / ``[V, 1]`` tables) takes the PyTorch path.
+    frequency table, an initial-phase table or both) with float32 positions (``None`` without a
+    frequency table: complex-vanilla); everything else (float64, CUDA, shared ``[1, D]`` /
+    ``[V, 1]`` tables) takes the PyTorch path.
     """
     if not available():
         return False
     tables = [t for t in (amplitude, frequency, initial_phase) if t is not None]
-    if len(tables) < 2 or positions.dtype != torch.float32 or positions.device.type != "cpu":
+    if len(tables) < 2 or (frequency is None and initial_phase is None):
+        return False
+    if frequency is not None and (positions is None or positions.dtype != torch.float32
+                                  or positions.device.type != "cpu"):
         return False
     shape = amplitude.shape
     return all(t.device.type == "cpu" and t.dtype == torch.float32 and t.shape == shape and t.dim() == 2
@@ -140,7 +145,8 @@ def _out_of_range(vocab: int) -> IndexError:
 
 def wave_forward(tokens: Tensor, positions: Tensor, amplitude: Tensor, frequency: Tensor | None,
                  initial_phase: Tensor | None, padding_idx: int | None) -> Tensor:
-    """Eq. 5 for int64 ``tokens`` ``[n]`` and float32 ``positions`` ``[n]`` (contiguous).
+    """Eq. 5 for int64 ``tokens`` ``[n]`` and float32 ``positions`` ``[n]`` (contiguous; None without
+    a frequency table).
 
     Returns the interleaved real view ``[n, D, 2]`` of the complex output; padding rows are 0.
     Raises IndexError if a token is outside ``[0, V)`` (nothing is read out of bounds).
@@ -150,7 +156,7 @@ def wave_forward(tokens: Tensor, positions: Tensor, amplitude: Tensor, frequency
     n = tokens.numel()
     out = torch.empty(n, dim, 2, dtype=torch.float32)
     amp, freq, theta = _contiguous(amplitude), _contiguous(frequency), _contiguous(initial_phase)
-    args = (n, dim, vocab, tokens.data_ptr(), positions.data_ptr(), amp.data_ptr(), _ptr(freq), _ptr(theta),
+    args = (n, dim, vocab, tokens.data_ptr(), _ptr(positions), amp.data_ptr(), _ptr(freq), _ptr(theta),
             -1 if padding_idx is None else padding_idx, out.data_ptr())
     if n and _run(lib.co_wave_forward, args, dim, n * dim) < 0:
         raise _out_of_range(vocab)
@@ -175,7 +181,7 @@ def wave_backward(tokens: Tensor, positions: Tensor, amplitude: Tensor, frequenc
     grads = [torch.empty(shape, dtype=torch.float32) if (need and table is not None) else None
              for need, table in zip(needs, (amplitude, frequency, initial_phase))]
     amp, freq, theta = _contiguous(amplitude), _contiguous(frequency), _contiguous(initial_phase)
-    args = (n, dim, vocab, tokens.data_ptr(), positions.data_ptr(), amp.data_ptr(), _ptr(freq), _ptr(theta),
+    args = (n, dim, vocab, tokens.data_ptr(), _ptr(positions), amp.data_ptr(), _ptr(freq), _ptr(theta),
             -1 if padding_idx is None else padding_idx, grad.data_ptr(), *(_ptr(g) for g in grads), int(rows))
     if any(g is not None for g in grads):
         code = _run(lib.co_wave_backward, args, dim, n * dim)
