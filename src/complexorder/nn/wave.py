@@ -158,9 +158,15 @@ def _table_grad(grad: Tensor, shape: torch.Size, flat: Tensor, pad_rows: Tensor 
 
 
 class _ComplexOrderWave(torch.autograd.Function):
-    """Fused forward/backward of Eq. 5. Saves tokens, positions, the unit phasor and the gathered amplitudes.
+    """Fused forward/backward of Eq. 5.
 
-    Forward: the phase is computed in place on the gathered frequency rows (or, for a
+    Native path (:func:`complexorder.nn.native.supports`: CPU float32 ``[V, D]`` tables): the kernel
+    does each direction in one pass; saved are the flat tokens, the positions and the tables
+    themselves (the phasor is recomputed in backward). ``frequency=None`` (complex-vanilla,
+    phase = ``initial_phase``) is accepted on this path only.
+
+    PyTorch path (everything else), which saves tokens, positions, the unit phasor and the gathered
+    amplitudes. Forward: the phase is computed in place on the gathered frequency rows (or, for a
     word-shared frequency without per-word phase, once per *position* rather than per token),
     ``cos``/``sin`` once, and ``r cos``/``r sin`` written straight into the interleaved complex
     output; padding rows are zeroed afterwards (no mask multiply). Backward: four fused
