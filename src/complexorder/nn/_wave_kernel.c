@@ -6,10 +6,10 @@
  *
  * Per token row the kernel gathers the table rows once, computes the phase exactly as the
  * reference does (w * pos, then + theta: two float32 roundings, no fused multiply-add), and its
- * sine and cosine with a vectorisable Cody-Waite reduction and minimax polynomials: within about
- * 1.5 ulp of the exact values (torch.sin/torch.cos: 0.5-1 ulp). The reduction runs in float while
- * a row's phases stay within 8192 rad, in double up to 8e8 rad, and libm's sinf/cosf take the
- * rest (and inf, nan). The backward recomputes the phasor instead of saving it
+ * sine and cosine with a vectorisable Cody-Waite reduction and minimax polynomials: absolute
+ * error below 1e-7 (about 1.5 ulp of 1; torch.sin/torch.cos: 4e-8), so relative error can be large
+ * only where sin or cos is itself near 0. The reduction runs in float for |phase| <= 8192 rad, in
+ * double up to 8e8 rad, and libm's sinf/cosf take the rest (and inf, nan), chosen per element. The backward recomputes the phasor instead of saving it
  * (less memory, fewer passes) and either accumulates dense [V, D] gradient tables (as
  * nn.Embedding's, but zero-filling only the rows no token touched) or writes one gradient row per
  * token (for sparse gradients).
@@ -62,40 +62,50 @@ static inline float co_flip(float v, uint32_t sign) { /* v with its sign bit xor
     return v;
 }
 
-/* sin and cos of y in [-pi/4, pi/4] rotated by the quadrant q, branch-free. */
-static inline void co_quadrant(float y, int q, float *s_out, float *c_out) {
+/* sin and cos of y in [-pi/4, pi/4] rotated by the quadrant q (k mod 4), branch-free. */
+static inline void co_quadrant(float y, uint32_t q, float *s_out, float *c_out) {
     float z = y * y;
     /* cephes sinf/cosf minimax polynomials on [-pi/4, pi/4] */
     float s = y + y * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
     float c = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
-    const uint32_t u = (uint32_t)q;
-    *s_out = co_flip((u & 1) ? c : s, (u & 2) << 30);       /* quadrants 2, 3: -sin */
-    *c_out = co_flip((u & 1) ? s : c, ((u + 1) & 2) << 30); /* quadrants 1, 2: -cos */
+    s = (y == 0.0f) ? y : s; /* sin(-0) = -0 (y + y z p would give +0) */
+    *s_out = co_flip((q & 1) ? c : s, (q & 2) << 30);       /* quadrants 2, 3: -sin */
+    *c_out = co_flip((q & 1) ? s : c, ((q + 1) & 2) << 30); /* quadrants 1, 2: -cos */
 }
 
-/* |x| <= FLOAT_LIMIT: Cody-Waite reduction in float (16 lanes with AVX-512). */
+/* |x| <= FLOAT_LIMIT: Cody-Waite reduction in float (16 lanes with AVX-512). The quadrant is read
+ * from the low bits of the magic-rounded value (M + k, M a multiple of 4), not by converting k to
+ * an int, which would be undefined for the nan and huge values this pass also sees (their results
+ * are replaced below). */
 static inline void co_sincos_small(float x, float *s, float *c) {
-    float k = (x * TWO_OVER_PI_F + ROUND_MAGIC_F) - ROUND_MAGIC_F;
+    float rounded = x * TWO_OVER_PI_F + ROUND_MAGIC_F;
+    float k = rounded - ROUND_MAGIC_F;
     float y = ((x - k * PIO2F_1) - k * PIO2F_2) - k * PIO2F_3;
-    co_quadrant(y, (int)k, s, c);
+    uint32_t bits;
+    memcpy(&bits, &rounded, sizeof bits);
+    co_quadrant(y, bits & 3, s, c);
 }
 
 /* |x| <= DOUBLE_LIMIT: the same reduction in double. */
 static inline void co_sincos_large(float x, float *s, float *c) {
     double xd = (double)x;
-    double kd = (xd * TWO_OVER_PI + ROUND_MAGIC) - ROUND_MAGIC;
+    double rounded = xd * TWO_OVER_PI + ROUND_MAGIC;
+    double kd = rounded - ROUND_MAGIC;
     double yd = ((xd - kd * PIO2_1) - kd * PIO2_2) - kd * PIO2_3;
-    co_quadrant((float)yd, (int)kd, s, c);
+    uint64_t bits;
+    memcpy(&bits, &rounded, sizeof bits);
+    co_quadrant((float)yd, (uint32_t)(bits & 3), s, c);
 }
 
-/* phase, sin and cos of columns [0, m) of one row. The float reduction serves every row whose
- * phases stay within FLOAT_LIMIT (all of them at the usual frequencies and lengths); a row
- * beyond it is redone with the double reduction, and phases beyond DOUBLE_LIMIT, inf and nan
- * with libm. */
+/* phase, sin and cos of columns [0, m) of one row. Each element takes the float reduction if its
+ * |phase| <= FLOAT_LIMIT (all of them at the usual frequencies and lengths), else the double
+ * reduction up to DOUBLE_LIMIT, else libm (and for inf, nan): the choice is per element, so a
+ * result never depends on its neighbours or on how the columns are split over threads. */
 static inline void co_row_phasor(int64_t m, const float *w, float p, const float *th,
                                  float *ph, float *s, float *c) {
     /* Two loops through the buffer ph: w * p and + theta are rounded separately, as in the
-     * reference (GCC contracts a * b + c into one fused multiply-add only within a loop). */
+     * reference (GCC contracts a * b + c into one fused multiply-add only within an expression's
+     * SSA chain, never through a store and a load in another loop; a test checks it). */
     if (w) {
         for (int64_t j = 0; j < m; ++j) ph[j] = w[j] * p;
         if (th) {
@@ -112,7 +122,11 @@ static inline void co_row_phasor(int64_t m, const float *w, float p, const float
     if (!beyond) return;
     beyond = 0;
     for (int64_t j = 0; j < m; ++j) {
-        co_sincos_large(ph[j], &s[j], &c[j]);
+        float sl, cl;
+        const int large = !(fabsf(ph[j]) <= FLOAT_LIMIT);
+        co_sincos_large(ph[j], &sl, &cl);
+        s[j] = large ? sl : s[j];
+        c[j] = large ? cl : c[j];
         beyond |= !(fabsf(ph[j]) <= DOUBLE_LIMIT);
     }
     if (!beyond) return;
@@ -207,7 +221,7 @@ int co_wave_backward(int64_t n, int64_t dim, int64_t vocab, const int64_t *token
     unsigned char *seen = NULL; /* dense: which words have been written */
     if (co_check_tokens(n, tokens, vocab)) return -1;
     if (!rows) {
-        seen = (unsigned char *)calloc((size_t)vocab, 1);
+        seen = (unsigned char *)calloc(vocab > 0 ? (size_t)vocab : 1, 1);
         if (!seen) return -2;
     }
     for (int64_t i = 0; i < n; ++i) {

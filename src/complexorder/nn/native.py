@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -36,6 +37,7 @@ _status = "not loaded yet"
 _enabled = os.environ.get("COMPLEXORDER_NATIVE", "1").strip() != "0"
 _pool: ThreadPoolExecutor | None = None
 _pool_key = (0, 0)  # (size, pid): a forked child (DataLoader workers) has none of its parent's threads
+_pool_lock = threading.Lock()
 
 
 def _load() -> ctypes.CDLL | None:
@@ -83,16 +85,20 @@ def disabled() -> Iterator[None]:
         _enabled = before
 
 
-def supports(positions: Tensor | None, amplitude: Tensor, frequency: Tensor | None,
+def supports(tokens: Tensor, positions: Tensor | None, amplitude: Tensor, frequency: Tensor | None,
              initial_phase: Tensor | None) -> bool:
     """Whether the native kernel can compute this call.
 
-    It serves CPU float32 per-word tables of one shape ``[V, D]`` (no sharing scheme; a
-    frequency table, an initial-phase table or both) with float32 positions (``None`` without a
-    frequency table: complex-vanilla); everything else (float64, CUDA, shared ``[1, D]`` /
-    ``[V, 1]`` tables) takes the PyTorch path.
+    It serves integer CPU ``tokens`` with CPU float32 per-word tables of one shape ``[V, D]``,
+    ``V > 1`` (no sharing scheme; a frequency table, an initial-phase table or both) and float32
+    positions (``None`` without a frequency table: complex-vanilla). Everything else (float64,
+    CUDA, shared ``[1, D]`` / ``[V, 1]`` tables, float or bool tokens) takes the PyTorch path,
+    which also gives the errors for bad input.
     """
     if not available():
+        return False
+    if (tokens.device.type != "cpu" or tokens.is_floating_point() or tokens.is_complex()
+            or tokens.dtype == torch.bool):
         return False
     tables = [t for t in (amplitude, frequency, initial_phase) if t is not None]
     if len(tables) < 2 or (frequency is None and initial_phase is None):
@@ -101,8 +107,9 @@ def supports(positions: Tensor | None, amplitude: Tensor, frequency: Tensor | No
                                   or positions.device.type != "cpu"):
         return False
     shape = amplitude.shape
-    return all(t.device.type == "cpu" and t.dtype == torch.float32 and t.shape == shape and t.dim() == 2
-               for t in tables)
+    if len(shape) != 2 or shape[0] < 2:  # [1, D]: word-shared tables (the vocabulary is not the table's)
+        return False
+    return all(t.device.type == "cpu" and t.dtype == torch.float32 and t.shape == shape for t in tables)
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -126,12 +133,15 @@ def _run(fn, args: tuple, dim: int, work: int) -> int:
     ranges = _column_ranges(dim, work)
     if len(ranges) == 1:
         return fn(*args, 0, dim)
-    if _pool is None or _pool_key[0] < len(ranges) or _pool_key[1] != os.getpid():
-        if _pool is not None and _pool_key[1] == os.getpid():
-            _pool.shutdown(wait=False)
-        _pool = ThreadPoolExecutor(len(ranges), thread_name_prefix="complexorder-wave")
-        _pool_key = (len(ranges), os.getpid())
-    codes = list(_pool.map(lambda r: fn(*args, r[0], r[1]), ranges))
+    with _pool_lock:  # callers in several Python threads: one pool, never shut down under another's feet
+        if _pool is None or _pool_key[0] < len(ranges) or _pool_key[1] != os.getpid():
+            # A smaller pool is left to finish what it holds and be collected, not shut down.
+            _pool = ThreadPoolExecutor(len(ranges), thread_name_prefix="complexorder-wave")
+            _pool_key = (len(ranges), os.getpid())
+        pool = _pool
+    first, *rest = ranges
+    futures = [pool.submit(fn, *args, c0, c1) for c0, c1 in rest]
+    codes = [fn(*args, *first)] + [f.result() for f in futures]  # the calling thread takes one range
     return min(codes)
 
 

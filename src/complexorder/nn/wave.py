@@ -162,8 +162,10 @@ class _ComplexOrderWave(torch.autograd.Function):
 
     Native path (:func:`complexorder.nn.native.supports`: CPU float32 ``[V, D]`` tables): the kernel
     does each direction in one pass; saved are the flat tokens, the positions and the tables
-    themselves (the phasor is recomputed in backward). ``frequency=None`` (complex-vanilla,
-    phase = ``initial_phase``) is accepted on this path only.
+    themselves (the phasor is recomputed in backward), so changing a table in place between
+    forward and backward raises autograd's "modified by an inplace operation" error, where the
+    PyTorch path would silently use the values of the forward. ``frequency=None``
+    (complex-vanilla, phase = ``initial_phase``) is accepted on this path only.
 
     PyTorch path (everything else), which saves tokens, positions, the unit phasor and the gathered
     amplitudes. Forward: the phase is computed in place on the gathered frequency rows (or, for a
@@ -177,7 +179,7 @@ class _ComplexOrderWave(torch.autograd.Function):
     def forward(ctx, tokens, positions, amplitude, frequency, initial_phase, padding_idx, sparse):
         ctx.padding_idx = padding_idx
         ctx.sparse = sparse
-        ctx.native = native.supports(positions, amplitude, frequency, initial_phase)
+        ctx.native = native.supports(tokens, positions, amplitude, frequency, initial_phase)
         if ctx.native:
             flat = tokens.reshape(-1).to(torch.int64).contiguous()
             pos = None if positions is None else positions.expand(tokens.shape).reshape(-1).contiguous()
@@ -304,6 +306,6 @@ def complex_vanilla_embedding(tokens: Tensor, amplitude: Tensor, phase: Tensor,
                               padding_idx: int | None = None, sparse: bool = False) -> Tensor:
     """Complex-vanilla, fused: the native kernel (with no frequency table) for CPU float32 ``[V, D]``
     tables, else :func:`complex_vanilla_embedding_reference`. Same contract and result."""
-    if native.supports(None, amplitude, None, phase):
+    if native.supports(tokens, None, amplitude, None, phase):
         return _ComplexOrderWave.apply(tokens, None, amplitude, None, phase, padding_idx, sparse)
     return complex_vanilla_embedding_reference(tokens, amplitude, phase, padding_idx, sparse)
