@@ -160,10 +160,13 @@ def findings(sections: dict) -> list[str]:
         out.append(f"- Epochs: complex-order / complex-vanilla {_span(get('complex-order', 'complex-vanilla'))}: "
                    "encoding word order in the phases costs next to nothing, as the paper says. The gap to TPE "
                    f"(complex-order / TPE {_span(get('complex-order', 'tpe'))}, target 1.25) is the complex "
-                   "network: complex layers cost about 3x real ones of the same width (section 2) and the "
-                   "embedding has two `[V, D]` tables (r and w) where TPE has one, so twice the dense gradient and "
-                   f"Adam work. share_weights gives {_span(get('complex-order shared', 'tpe'))} x TPE, sparse "
-                   f"tables (SparseAdam) {_span(get('complex-order sparse', 'tpe sparse'))} x sparse TPE.")
+                   "network: a complex product of width D takes four real products of width D (as here; "
+                   "three at the least, by Gauss's trick), so complex layers cost about 3x real ones of the same "
+                   "width (section 2), and the embedding has two `[V, D]` tables (r and w) where TPE has one, so "
+                   "twice the dense gradient and Adam work. A model whose time is mostly its layers cannot come "
+                   "within 1.25x of the real model of the same width. share_weights gives "
+                   f"{_span(get('complex-order shared', 'tpe'))} x TPE, sparse tables (SparseAdam) "
+                   f"{_span(get('complex-order sparse', 'tpe sparse'))} x sparse TPE.")
     return out
 
 
