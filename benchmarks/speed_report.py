@@ -8,6 +8,9 @@ import time
 from collections.abc import Sequence
 
 PYTORCH_PATH = "ours, PyTorch path"
+FLOOR_TARGET = 1.3  # issue 7: forward + backward within 1.3x nn.Embedding(V, 2D)
+SPEEDUP_TARGET = 2.0  # issue 7: at least 2x faster than the appendix C code
+
 
 def ratio(times: dict[str, list[float]], a: str, b: str) -> float:
     """Median over rounds of ``time(a) / time(b)`` (paired by round)."""
@@ -55,11 +58,11 @@ def render_embedding(rows: list[dict]) -> list[str]:
         for r in (r for r in rows if r["regime"] == regime):
             t = r["times"]
             body.append([r["shape"], r["dim"], f"{r['vocab']:,}",
-                         _check(ratio(t, "appendix C", "ours"), 2.0, False),
-                         _check(ratio(t, "appendix C", "ours+theta"), 2.0, False),
-                         _check(ratio(t, "ours", "floor"), 1.3, True),
-                         _check(ratio(t, "ours+theta", "floor"), 1.3, True),
-                         _check(ratio(t, "ours sparse", "floor"), 1.3, True)])
+                         _check(ratio(t, "appendix C", "ours"), SPEEDUP_TARGET, False),
+                         _check(ratio(t, "appendix C", "ours+theta"), SPEEDUP_TARGET, False),
+                         _check(ratio(t, "ours", "floor"), FLOOR_TARGET, True),
+                         _check(ratio(t, "ours+theta", "floor"), FLOOR_TARGET, True),
+                         _check(ratio(t, "ours sparse", "floor"), FLOOR_TARGET, True)])
         lines += _table(["BxL", "D", "V", ">= 2x faster than appendix C (ours)", "(ours+theta)",
                          "<= 1.3x floor (ours)", "(ours+theta)", "(ours sparse)"], body)
     return lines
@@ -118,6 +121,21 @@ def findings(sections: dict) -> list[str]:
                    f"{_span(get('ours sparse', 'floor'))}.")
     if emb:
         get_all = lambda a, b: [ratio(r["times"], a, b) for r in emb]  # noqa: E731
+        over = [r for r in emb if ratio(r["times"], "ours", "floor") > FLOOR_TARGET]
+        if over:
+            listed = "; ".join(
+                f"{r['regime']}, {r['shape']} D={r['dim']} V={r['vocab']:,}: "
+                f"{ratio(r['times'], 'ours', 'floor'):.2f}x the floor, "
+                f"{ratio(r['times'], 'ours', 'floor') / FLOOR_TARGET:.2f}x the target, rounds "
+                f"{_span([a / b for a, b in zip(r['times']['ours'], r['times']['floor'])])}" for r in over)
+            out.append(
+                f"- The {FLOOR_TARGET}x-floor target is missed by ours in {len(over)} of {len(emb)} measurements: "
+                f"{listed}. Where V = 20k and B x L = 16 x 512 (8,192 tokens over 20k words) the floor's whole-table "
+                "fill is small, so what separates ours from it is the arithmetic: 2D sines and cosines per token in "
+                "each direction and the second table's rows read again in backward. Ratios this close to the "
+                "target move across it from run to run (see the rounds); the file reports this run as measured.")
+        else:
+            out.append(f"- The {FLOOR_TARGET}x-floor target holds for ours at all {len(emb)} measurements of this run.")
         out += [
             "- What ours is: the native kernel (`complexorder/nn/_wave_kernel.c`; the machine table says whether it "
             "was used). Forward, per token: the `r` and `w` rows gathered once, the phase `w * pos` rounded as the "

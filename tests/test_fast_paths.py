@@ -236,3 +236,10 @@ def test_report_marks_met_and_missed_targets_from_the_paired_ratios():
     assert "It takes 2.00-2.00x the native kernel's time (3.00-3.00x the floor)." in text
     assert "complex / real 2D 1.10-1.10" in text and "share_weights brings it to 2.00-2.00 x real D" in text
     assert "Minutes per section: layers 0.5." in text
+    # the miss is named with its shape, ratio, distance to the target and round range
+    assert ("The 1.3x-floor target is missed by ours in 1 of 1 measurements: glibc default, 32x50 D=300 V=20,000: "
+            "1.50x the floor, 1.15x the target, rounds 1.50-1.50.") in text
+    times["ours"] = ms(12, 13, 25)  # 1.2, 1.3, 1.25: median 1.25, at or under the target
+    text = speed.render(args, "python benchmarks/speed.py", {"cpu": "test"}, ("1.00", "2.00"), sections, 60.0)
+    assert "The 1.3x-floor target holds for ours at all 1 measurements of this run." in text
+    assert "missed by ours" not in text
