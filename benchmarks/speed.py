@@ -55,7 +55,7 @@ from complexorder.models import build_classifier
 from complexorder.nn import native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling report module, also when imported by path
-from speed_report import ratio, render  # noqa: E402
+from speed_report import PYTORCH_PATH, ratio, render  # noqa: E402
 
 BENCHMARKS = ("embedding", "layers", "epoch", "memory")
 SHAPES = {"32x50": (32, 50), "16x512": (16, 512)}
@@ -249,7 +249,6 @@ class PyTorchPath(nn.Module):
             return self.emb(tokens)
 
 
-PYTORCH_PATH = "ours, PyTorch path"
 EMBEDDING_CANDIDATES = ("ours", PYTORCH_PATH, "ours+theta", "ours sparse", "appendix C", "floor", "floor sparse")
 
 
