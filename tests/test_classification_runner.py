@@ -210,6 +210,26 @@ def test_names_holding_commas_are_separated_by_semicolons():
         parse_names("word-sharing period, shared W", valid, "embeddings")
 
 
+def test_embeddings_names_a_label_before_an_embedding():
+    from complexorder.experiments.classification import Variant
+    from complexorder.experiments.classification_cli import select_variants
+
+    table4 = [Variant("complex-order", "complex-order"),
+              Variant("adding initial phases", "complex-order", {"initial_phase": True}),
+              Variant("complex-vanilla", "complex-vanilla"),
+              Variant("complex-vanilla, shared W", "complex-vanilla", share_weights=True),
+              Variant("vanilla Transformer (TPE)", "tpe")]
+    labels = lambda vs: [v.label for v in vs]
+    # a label selects its row only, even where it is also an embedding name
+    assert labels(select_variants(table4, "complex-order;complex-vanilla")) == ["complex-order", "complex-vanilla"]
+    # an embedding name that is no label selects every row built on it
+    assert labels(select_variants(table4, "tpe")) == ["vanilla Transformer (TPE)"]
+    explore = [Variant("complex-order, frequency lr x0.1", "complex-order")]
+    assert labels(select_variants(explore, "complex-order")) == ["complex-order, frequency lr x0.1"]
+    with pytest.raises(ValueError, match=r"^--embeddings: unknown name 'pe'; valid names: complex-order, adding"):
+        select_variants(table4, "pe")
+
+
 def test_frequency_lr_scale_is_validated_and_keeps_old_hashes(tmp_path):
     from complexorder.experiments.classification import _hash, plan_units, unit_config
 

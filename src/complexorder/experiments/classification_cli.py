@@ -29,6 +29,20 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     return names
 
 
+def select_variants(variants, text: str) -> list:
+    """The variants named in ``--embeddings`` ``text``: by label, or by embedding name.
+
+    A name that is some variant's label selects that variant only, even where it is also an embedding
+    name: in the Table 4 grid ``complex-order`` is the first row, not every row built on the complex-order
+    embedding. A name that is no label selects every variant with that embedding (``complex-order`` in a
+    config whose only such row is labelled ``"complex-order, frequency lr x0.1"``).
+    """
+    labels = [v.label for v in variants]
+    valid = list(dict.fromkeys(labels + [v.embedding for v in variants]))
+    wanted = set(parse_names(text, valid, "embeddings"))
+    return [v for v in variants if v.label in wanted or (v.embedding in wanted and v.embedding not in labels)]
+
+
 def parse_ints(text: str | None, what: str) -> list[int] | None:
     """``"0-4"`` or ``"1,3,5"`` (or a mix) -> a list of integers."""
     if text is None:
@@ -52,7 +66,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
     p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
     p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
-    p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma)")
+    p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma); a name that is a label selects that row only, an embedding name every row built on it")
     p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
     p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
@@ -111,10 +125,7 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     if args.models:
         changes["models"] = parse_names(args.models, grid.models, "models")
     if args.embeddings:
-        variants = grid.resolved_variants()
-        valid = list(dict.fromkeys([v.label for v in variants] + [v.embedding for v in variants]))
-        wanted = set(parse_names(args.embeddings, valid, "embeddings"))
-        changes["variants"] = [v for v in variants if v.label in wanted or v.embedding in wanted]
+        changes["variants"] = select_variants(grid.resolved_variants(), args.embeddings)
     for name in ("folds", "seeds"):
         values = parse_ints(getattr(args, name), name)
         if values is not None:
