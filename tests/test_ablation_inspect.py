@@ -178,3 +178,35 @@ def test_table4_rendering_with_deltas():
     assert ("| word-sharing amplitude, positions from 1 | × | complex-order: amplitude_sharing = 'word', first_position = 1 "
             "| 1.00M | 0.775 ± 0.035 | 2 | -0.028 (n=2) | word-sharing amplitude | +0.055 (n=2) |") in text
     assert "complex-order best (paper: yes): yes" in text  # the extra row does not count as a paper row
+    # paired tests: adding initial phases (row 2) is 0.792 / 0.794 against complex-order's 0.802 / 0.804
+    # on seeds 1, 2: differences -0.010, -0.010; scipy's exact one-sided p with n = 2 is 1/4 one way, 1 the other
+    assert "## Paired tests against complex-order" in text
+    assert "no p can fall below 1/2^n (0.25 at n = 2)" in text
+    assert "| adding initial phases | 2 | -0.010 | 0.25 | 1 |" in text
+    # the extra row with an unpaired seed 7: paired on seeds 1, 2 only (+0.098, +0.116)
+    assert "| complex-order, positions from 1 | 2 | +0.107 | 1 | 0.25 |" in text
+
+
+def test_table4_paired_tests_by_hand():
+    from scipy.stats import wilcoxon
+
+    grid = ablation_grid()
+    variants = {v.label: v for v in grid.resolved_variants()}
+    top = [0.78, 0.76, 0.77, 0.75, 0.79, 0.74]
+    tpe = [0.75, 0.77, 0.74, 0.73, 0.76, 0.74]  # one tie (seed 6) is dropped
+    records = []
+    for label, accs in (("complex-order", top), ("vanilla Transformer (TPE)", tpe)):
+        for seed, acc in enumerate(accs, 1):
+            config = unit_config(grid, Unit("SST2", "transformer", variants[label], f"seed-{seed}"))
+            records.append({"dataset": "SST2", "model": "transformer", "variant": label, "split": f"seed-{seed}",
+                            "test_accuracy": acc, "parameters": 1, "vocab_size": V, "config": config, "finished_at": "t"})
+    text = render_table4(records)
+    d = [a - b for a, b in zip(top, tpe)]
+    p = wilcoxon(d, alternative="greater", zero_method="wilcox").pvalue
+    q = wilcoxon(d, alternative="less", zero_method="wilcox").pvalue
+    # differences 0.03, -0.01, 0.03, 0.02, 0.03, 0 -> five non-zero, ranks 4, 1, 4, 2, 4: W+ = 14 of 15, p = 2/32
+    assert abs(p - 2 / 32) < 1e-12
+    assert f"| vanilla Transformer (TPE) | 6 | {-sum(d) / 6:+.3f} | {p:.3g} | {q:.3g} |" in text
+    assert "(0.0156 at n = 6)" in text
+    # without a shared seed, or without complex-order, no section
+    assert "Paired tests" not in render_table4([r for r in records if r["variant"] != "complex-order"])

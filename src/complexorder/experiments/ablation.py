@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
-from .report import latest_records, load_results
+from .report import latest_records, load_results, paired_wilcoxon
 
 __all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split"]
 
@@ -85,6 +85,7 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
            "models (embedding + the rest).", ""] + lines + [""]
     out += ["## Ordering against the paper's", ""] + _ordering(by_variant) + [""]
     out += _further_rows(by_variant)
+    out += _paired_tests(by_variant)
     if vocab:
         out += [f"Our vocabulary (training data, Kim tokenisation) has {', '.join(map(str, vocab))} entries, so the "
                 "embedding of d = 256 complex dimensions holds 2 x V x 256 parameters by default; the paper does not give "
@@ -151,6 +152,39 @@ def _further_rows(by_variant: dict[str, list[dict]]) -> list[str]:
     return lines + [""]
 
 
+def _paired_tests(by_variant: dict[str, list[dict]]) -> list[str]:
+    """Every measured row against complex-order on the seeds both were run on: the mean paired difference
+    and the one-sided Wilcoxon signed-rank p-values both ways (as Table 2's marks; scipy, zero differences
+    dropped). Nothing when complex-order or every other row is unmeasured, or no seed is shared."""
+    top = by_variant.get(PAPER_ROWS[0][0])
+    if not top:
+        return []
+    ours = {r["split"]: r["test_accuracy"] for r in top}
+    order = [label for label, _, _ in PAPER_ROWS] + sorted(l for l in by_variant if l not in {p[0] for p in PAPER_ROWS})
+    rows = []
+    for label in order:
+        runs = by_variant.get(label)
+        if label == PAPER_ROWS[0][0] or not runs:
+            continue
+        theirs = {r["split"]: r["test_accuracy"] for r in runs}
+        p_top, n = paired_wilcoxon(ours, theirs)
+        if not n:
+            continue
+        p_row, _ = paired_wilcoxon(theirs, ours)
+        delta = np.mean([theirs[s] - ours[s] for s in set(ours) & set(theirs)])
+        rows.append(f"| {label} | {n} | {delta:+.3f} | {p_top:.3g} | {p_row:.3g} |")
+    if not rows:
+        return []
+    n_max = max(int(r.split(" | ")[1]) for r in rows)
+    return ["## Paired tests against complex-order", "",
+            "Each row against complex-order on the seeds both were run on: mean of (row − complex-order) and the "
+            "one-sided Wilcoxon signed-rank p-values (scipy, zero differences dropped) that complex-order is above "
+            f"the row, and that the row is above complex-order. With n paired seeds no p can fall below 1/2^n "
+            f"({0.5 ** n_max:.3g} at n = {n_max}).", "",
+            "| row | seeds paired | mean Δ (row − complex-order) | p (complex-order above) | p (row above) |",
+            "|---|---:|---:|---:|---:|"] + rows + [""]
+
+
 def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
     """The paper's three claims about Table 4, checked on the measured rows of the paper's table
     (means over seeds); further rows of a config are left out of the comparison."""
@@ -181,7 +215,7 @@ def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
                      "to a scale (the authors' code counts positions from 1); this may explain part of those rows' gap.")
     seeds = sorted({len(v) for v in by_variant.values() if v})
     lines.append(f"- seeds per measured row: {', '.join(map(str, seeds))}; differences of a point or two "
-                 "can be seed-to-seed variation (see the ± columns): with so few seeds they prove nothing either way.")
+                 "can be seed-to-seed variation (see the ± columns and, with paired seeds, the Wilcoxon tests below).")
     return lines
 
 
