@@ -97,10 +97,15 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
     return "\n".join(out)
 
 
+def _paired_diffs(runs: list[dict], base: list[dict]) -> list[float]:
+    """Test-accuracy differences of ``runs`` over ``base`` on the seeds both were run on."""
+    by_split = {r["split"]: r["test_accuracy"] for r in base}
+    return [r["test_accuracy"] - by_split[r["split"]] for r in runs if r["split"] in by_split]
+
+
 def _paired_delta(runs: list[dict], base: list[dict]) -> str:
     """Mean test-accuracy difference of ``runs`` over ``base`` on the seeds both were run on."""
-    by_split = {r["split"]: r["test_accuracy"] for r in base}
-    pairs = [r["test_accuracy"] - by_split[r["split"]] for r in runs if r["split"] in by_split]
+    pairs = _paired_diffs(runs, base)
     return f"{np.mean(pairs):+.3f} (n={len(pairs)})" if pairs else "— (no common seed)"
 
 
@@ -161,21 +166,19 @@ def _paired_tests(by_variant: dict[str, list[dict]]) -> list[str]:
         return []
     ours = {r["split"]: r["test_accuracy"] for r in top}
     order = [label for label, _, _ in PAPER_ROWS] + sorted(l for l in by_variant if l not in {p[0] for p in PAPER_ROWS})
-    rows = []
+    rows, n_max = [], 0
     for label in order:
         runs = by_variant.get(label)
-        if label == PAPER_ROWS[0][0] or not runs:
+        diffs = _paired_diffs(runs, top) if runs and label != PAPER_ROWS[0][0] else []
+        if not diffs:
             continue
         theirs = {r["split"]: r["test_accuracy"] for r in runs}
-        p_top, n = paired_wilcoxon(ours, theirs)
-        if not n:
-            continue
+        p_top, _ = paired_wilcoxon(ours, theirs)
         p_row, _ = paired_wilcoxon(theirs, ours)
-        delta = np.mean([theirs[s] - ours[s] for s in set(ours) & set(theirs)])
-        rows.append(f"| {label} | {n} | {delta:+.3f} | {p_top:.3g} | {p_row:.3g} |")
+        rows.append(f"| {label} | {len(diffs)} | {np.mean(diffs):+.3f} | {p_top:.3g} | {p_row:.3g} |")
+        n_max = max(n_max, len(diffs))
     if not rows:
         return []
-    n_max = max(int(r.split(" | ")[1]) for r in rows)
     return ["## Paired tests against complex-order", "",
             "Each row against complex-order on the seeds both were run on: mean of (row − complex-order) and the "
             "one-sided Wilcoxon signed-rank p-values (scipy, zero differences dropped) that complex-order is above "
