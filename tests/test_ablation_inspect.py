@@ -187,6 +187,30 @@ def test_table4_rendering_with_deltas():
     assert "| complex-order, positions from 1 | 2 | +0.107 | 1 | 0.25 |" in text
 
 
+def test_table4_rows_on_other_seeds_are_compared_paired():
+    """A row run on fewer seeds than complex-order is compared with it on the seeds both ran: here the
+    difference of the means says the row is above complex-order, the paired difference that it is 2.5 points below."""
+    grid = ablation_grid()
+    variants = {v.label: v for v in grid.resolved_variants()}
+    records = []
+    for label, accs in (("complex-order", (0.80, 0.80, 0.70)), ("dimension-sharing period", (0.77, 0.78)),
+                        ("complex-vanilla", (0.81, 0.79, 0.72))):
+        for seed, acc in enumerate(accs, 1):
+            config = unit_config(grid, Unit("SST2", "transformer", variants[label], f"seed-{seed}"))
+            records.append({"dataset": "SST2", "model": "transformer", "variant": label, "split": f"seed-{seed}",
+                            "test_accuracy": acc, "parameters": 1, "vocab_size": V, "config": config, "finished_at": "t"})
+    text = render_table4(records)
+    # means 0.7667 and 0.775 (unpaired +0.008); paired on seeds 1, 2: (-0.03 - 0.02) / 2 = -0.025
+    assert "| 0.775 ± 0.007 | 2 | -0.025 (n=2) | 0.797 | -0.016 |" in text
+    # complex-vanilla on the same three seeds: the difference of the means, no count: (0.01 - 0.01 + 0.02) / 3
+    assert "| 0.773 ± 0.047 | 3 | +0.007 | 0.764 | -0.049 |" in text
+    assert "- complex-order best (paper: yes): NO — above it: complex-vanilla (+0.7 points)." in text
+    assert ("- sharing schemes within 2 points of complex-order (paper: all within 2.1): 0/1; more than 2 points "
+            "below: dimension-sharing period (-2.5).") in text
+    assert "- complex-vanilla clearly below complex-order (paper: 4.9 / 7.0 points below): NO (+0.7 points)." in text
+    assert "compared on the seeds both were run on (2 seeds)" in text
+
+
 def test_table4_paired_tests_by_hand():
     from scipy.stats import wilcoxon
 

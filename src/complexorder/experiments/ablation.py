@@ -55,7 +55,6 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
         by_variant[r["variant"]].append(r)
     paper = paper_table4()
     first = by_variant.get(PAPER_ROWS[0][0])
-    first_mean = float(np.mean([r["test_accuracy"] for r in first])) if first else None
     lines = ["| row | f_d(j, pos) | shared W^{Q/K/V} | params (ours) | embedding + rest | params (paper) | "
              "accuracy (ours, mean ± std) | seeds | Δ (ours) | accuracy (paper) | Δ (paper) |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -66,7 +65,7 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
             acc = np.array([r["test_accuracy"] for r in runs])
             emb, rest = parameter_split(runs[0])
             std = f" ± {acc.std(ddof=1):.3f}" if len(acc) > 1 else ""
-            delta = "" if first_mean is None or label == PAPER_ROWS[0][0] else f"{acc.mean() - first_mean:+.3f}"
+            delta = "" if first is None or label == PAPER_ROWS[0][0] else _delta_to_first(runs, first)
             ours = (f"{runs[0]['parameters'] / 1e6:.2f}M | {emb / 1e6:.2f}M + {rest / 1e6:.2f}M | {ref['params_millions']}M | "
                     f"{acc.mean():.3f}{std} | {len(acc)} | {delta}")
         else:
@@ -81,8 +80,10 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
     out = ["# Table 4: ablation of the complex-order Transformer classifier on SST-2", "",
            "Accuracy on the SST-2 test sentences (1821) of the 1-layer Transformer classifier (d = 256, inner 512, "
            f"8 heads, no pretrained vectors) trained on {source}, with early stopping on dev (872); "
-           "mean ± standard deviation over seeds; Δ to the first row. Parameter counts are exact counts of our "
-           "models (embedding + the rest).", ""] + lines + [""]
+           "mean ± standard deviation over seeds; Δ to the first row (the difference of the means where a row "
+           "was run on the same seeds as the first; otherwise the mean paired difference on the seeds both were run "
+           "on, their number beside it). Parameter counts are exact counts of our models (embedding + the rest).",
+           ""] + lines + [""]
     out += ["## Ordering against the paper's", ""] + _ordering(by_variant) + [""]
     out += _further_rows(by_variant)
     out += _paired_tests(by_variant)
@@ -101,6 +102,23 @@ def _paired_diffs(runs: list[dict], base: list[dict]) -> list[float]:
     """Test-accuracy differences of ``runs`` over ``base`` on the seeds both were run on."""
     by_split = {r["split"]: r["test_accuracy"] for r in base}
     return [r["test_accuracy"] - by_split[r["split"]] for r in runs if r["split"] in by_split]
+
+
+def _gap(runs: list[dict], base: list[dict]) -> tuple[float, int | None]:
+    """Test-accuracy difference of ``runs`` over ``base`` and, where their seeds differ, the number of seeds
+    it is paired on (``None`` for the same seeds, where it is the difference of the means). Without a common
+    seed, the difference of the means over each row's own seeds, with ``0``."""
+    if {r["split"] for r in runs} == {r["split"] for r in base}:
+        return float(np.mean([r["test_accuracy"] for r in runs]) - np.mean([r["test_accuracy"] for r in base])), None
+    pairs = _paired_diffs(runs, base)
+    if pairs:
+        return float(np.mean(pairs)), len(pairs)
+    return float(np.mean([r["test_accuracy"] for r in runs]) - np.mean([r["test_accuracy"] for r in base])), 0
+
+
+def _delta_to_first(runs: list[dict], first: list[dict]) -> str:
+    gap, n = _gap(runs, first)
+    return f"{gap:+.3f}" + ("" if n is None else " (no common seed)" if n == 0 else f" (n={n})")
 
 
 def _paired_delta(runs: list[dict], base: list[dict]) -> str:
@@ -189,29 +207,38 @@ def _paired_tests(by_variant: dict[str, list[dict]]) -> list[str]:
 
 
 def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
-    """The paper's three claims about Table 4, checked on the measured rows of the paper's table
-    (means over seeds); further rows of a config are left out of the comparison."""
+    """The paper's three claims about Table 4, checked on the measured rows of the paper's table by each
+    row's gap to complex-order (``_gap``: the difference of the means on the same seeds, else the mean paired
+    difference); further rows of a config are left out of the comparison."""
     known = {label for label, _, _ in PAPER_ROWS}
-    means = {label: float(np.mean([r["test_accuracy"] for r in runs])) for label, runs in by_variant.items()
-             if runs and label in known}
     top = PAPER_ROWS[0][0]
-    if top not in means:
+    if not by_variant.get(top):
         return ["- complex-order not measured yet."]
+    # each row's gap to complex-order: the difference of the means on the same seeds, else paired (see _gap)
+    gaps = {label: _gap(runs, by_variant[top]) for label, runs in by_variant.items()
+            if runs and label in known and label != top}
+    paired = sorted({n for _, n in gaps.values() if n})
+
+    def points(label: str) -> str:
+        return f"{gaps[label][0] * 100:+.1f}"
+
     lines = []
-    above = sorted((label for label in means if label != top and means[label] > means[top]), key=lambda l: -means[l])
-    lines.append(f"- complex-order best (paper: yes): {'yes' if not above else 'NO — above it: ' + ', '.join(f'{l} ({means[l]:.3f})' for l in above)}.")
-    sharing = [label for label, _, _ in PAPER_ROWS if "sharing" in label and label in means]
+    above = sorted((label for label in gaps if gaps[label][0] > 0), key=lambda l: -gaps[l][0])
+    lines.append(f"- complex-order best (paper: yes): {'yes' if not above else 'NO — above it: ' + ', '.join(f'{l} ({points(l)} points)' for l in above)}.")
+    sharing = [label for label, _, _ in PAPER_ROWS if "sharing" in label and label in gaps]
     if sharing:
-        far = [l for l in sharing if means[top] - means[l] > 0.02]
+        far = [l for l in sharing if gaps[l][0] < -0.02]
         lines.append(f"- sharing schemes within 2 points of complex-order (paper: all within 2.1): "
                      f"{len(sharing) - len(far)}/{len(sharing)}"
-                     + (f"; more than 2 points below: {', '.join(f'{l} ({(means[l] - means[top]) * 100:+.1f})' for l in far)}" if far else "") + ".")
-    vanilla = [l for l in ("complex-vanilla", "complex-vanilla, shared W") if l in means]
-    for l in vanilla:
-        gap = (means[l] - means[top]) * 100
-        lines.append(f"- {l} clearly below complex-order (paper: 4.9 / 7.0 points below): "
-                     f"{'yes' if gap <= -1 else 'NO'} ({gap:+.1f} points).")
-    if {"word-sharing amplitude", "dimension-sharing amplitude"} & set(means):
+                     + (f"; more than 2 points below: {', '.join(f'{l} ({points(l)})' for l in far)}" if far else "") + ".")
+    for l in ("complex-vanilla", "complex-vanilla, shared W"):
+        if l in gaps:
+            lines.append(f"- {l} clearly below complex-order (paper: 4.9 / 7.0 points below): "
+                         f"{'yes' if gaps[l][0] <= -0.01 else 'NO'} ({points(l)} points).")
+    if paired:
+        lines.append(f"- gaps in points to complex-order; rows run on other seeds than complex-order are compared on the "
+                     f"seeds both were run on ({', '.join(map(str, paired))} seeds), the others by their means.")
+    if {"word-sharing amplitude", "dimension-sharing amplitude"} & set(gaps):
         lines.append("- note on the shared-amplitude rows: our default positions start at 0, where the phase is 0 and a "
                      "word's embedding is its amplitude alone: r_d, the same vector for every word (word-sharing), or "
                      "r_j times the all-ones vector (dimension-sharing), so the first token's identity is lost or reduced "
