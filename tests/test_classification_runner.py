@@ -210,6 +210,32 @@ def test_names_holding_commas_are_separated_by_semicolons():
         parse_names("word-sharing period, shared W", valid, "embeddings")
 
 
+def test_a_config_without_a_model_table_is_noted_before_training(tmp_path, capsys):
+    """A grid whose config gives no [transformer] table trains the Transformer with the library defaults:
+    the command says so on stderr (the mistake of table4_first_position.toml), and is silent otherwise."""
+    import argparse
+
+    from complexorder.experiments.classification_cli import run_classify
+
+    bare = tmp_path / "bare.toml"
+    bare.write_text('name = "x"\ndatasets = ["SST2-sent"]\nmodels = ["transformer"]\nseeds = [1]\n')
+    full = tmp_path / "full.toml"
+    full.write_text(bare.read_text() + "[transformer]\nembedding_dim = 256\npretrained = false\nepochs = 8\npatience = 2\n")
+    args = argparse.Namespace(config=str(bare), datasets=None, models=None, embeddings="tpe", folds=None, seeds=None,
+                              data_dir=None, vectors=None, vectors_format=None, results=str(tmp_path / "r.jsonl"),
+                              checkpoint_dir=None, epochs=None, dry_run=True, no_progress=True)
+    assert run_classify(args) == 0
+    out = capsys.readouterr()
+    assert out.out == "SST2-sent transformer tpe seed-1\n"
+    # the library's Transformer defaults: ModelSettings' epochs 10, patience 3, lr 1e-3, batch 64
+    assert out.err == (f"complexorder: note: {bare} has no [transformer] table, so its transformer units train with the "
+                       "library defaults (epochs 10, patience 3, lr 0.001, batch 64); copy the settings of the grid it "
+                       "should pair with to compare by seed\n")
+    args.config = str(full)
+    assert run_classify(args) == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_embeddings_names_a_label_before_an_embedding():
     from complexorder.experiments.classification import Variant
     from complexorder.experiments.classification_cli import select_variants

@@ -7,7 +7,7 @@ import dataclasses
 import shlex
 import sys
 
-from ..config import find_config, load_config
+from ..config import find_config, load_config, read_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
@@ -147,8 +147,25 @@ def command_line() -> str:
     return "complexorder " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
+def default_settings_notes(config_path, grid: GridConfig) -> list[str]:
+    """One line per model of ``grid`` whose settings the config file does not give (no ``[model]`` table):
+    its units train with the library defaults, which an explore config meant to pair with a main grid (e.g.
+    ``table4``: 8 epochs, patience 2) easily gets wrong without noticing (their config hashes then differ)."""
+    raw = read_toml(config_path)
+    notes = []
+    for model in grid.models:
+        if model not in raw:
+            s = getattr(grid, model)
+            notes.append(f"note: {config_path} has no [{model}] table, so its {model} units train with the library "
+                         f"defaults (epochs {s.epochs}, patience {s.patience}, lr {s.lr:g}, batch {s.batch_size}); "
+                         f"copy the settings of the grid it should pair with to compare by seed")
+    return notes
+
+
 def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
     grid = load_grid(args, task)
+    for line in default_settings_notes(find_config(args.config, task), grid):
+        print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
         for u in plan_units(grid):
             print(u.dataset, u.model, u.variant.label, u.split)
