@@ -392,3 +392,40 @@ def test_evaluating_an_empty_split_is_an_error_naming_its_files(trained, toy_dat
     model, tokenizer, config = load_translator(run_dir / "last.pt")
     with pytest.raises(ValueError, match=r"no sentences to evaluate in .*test2016.en and .*test2016.de \(empty files\)"):
         evaluate_split(model, tokenizer, config, "test2016", root)
+
+
+def test_frequency_lr_scale_scales_the_frequencies_at_every_step_of_the_schedule(toy_data, tmp_path):
+    """0 freezes the frequencies exactly (the schedule rewrites lr every step and must keep the ratio);
+    the other parameters still train."""
+    config = resolve_config("cpu-complex-order", {
+        "name": "toy-frozen", "model.d_model": 8, "model.nhead": 2, "model.num_encoder_layers": 1,
+        "model.num_decoder_layers": 1, "model.dim_feedforward": 8, "data.preprocessing": "word",
+        "data.min_frequency": 1, "data.max_tokens": 12, "train.batch_size": 16, "train.max_steps": 6,
+        "train.warmup_steps": 2, "train.frequency_lr_scale": 0.0})
+    torch.manual_seed(config.train.seed)
+    train_translation(config, tmp_path / "frozen", toy_data, progress=False, log=lambda m: None)
+    model, _, _ = load_translator(tmp_path / "frozen" / "last.pt")
+    init = TransformerSeq2Seq(config.model, model.src_embedding.num_embeddings, model.src_embedding.num_embeddings)
+    assert torch.equal(model.src_embedding.frequency, init.src_embedding.frequency)
+    assert not torch.equal(model.src_embedding.amplitude, init.src_embedding.amplitude)
+    last = torch.load(tmp_path / "frozen" / "last.pt", weights_only=True)
+    groups = last["optimizer_state"]["param_groups"]
+    frequency_group = [g for g in groups if g.get("lr_scale") == 0.0]
+    assert len(frequency_group) == 1 and frequency_group[0]["lr"] == 0.0
+    assert all(g["lr"] == inverse_sqrt_lr(6, config.train.lr, 2) for g in groups if g is not frequency_group[0])
+    with pytest.raises(ValueError, match=r"^train.frequency_lr_scale must be >= 0 \(0 freezes the frequencies\), "
+                                         r"got -1.0$"):
+        train_translation(dataclasses.replace(config, train=dataclasses.replace(config.train, frequency_lr_scale=-1.0)),
+                          tmp_path / "negative", toy_data, progress=False)
+
+
+def test_frequency_sharing_gives_the_paper_period_sharing_tables_and_only_for_complex_order():
+    word = tiny("complex-order", frequency_sharing="word")
+    per_word = tiny("complex-order")
+    assert word.src_embedding.frequency.shape == (1, 16) and per_word.src_embedding.frequency.shape == (V, 16)
+    assert tiny("complex-order", frequency_sharing="dimension").src_embedding.frequency.shape == (V, 1)
+    # sinusoidal start: the shared row is the per-word table's (identical) rows
+    assert torch.equal(word.src_embedding.frequency[0], per_word.src_embedding.frequency[5])
+    with pytest.raises(ValueError, match=r"^model.frequency_sharing applies to the complex-order variant only; "
+                                         r"got variant 'complex-vanilla'$"):
+        tiny("complex-vanilla", frequency_sharing="word")

@@ -9,11 +9,14 @@ trainings resume from their last checkpoint, so the script can simply be started
 2. ``eval``: for each variant, the last checkpoint and the average of the last three epoch
    checkpoints are scored on **val**; the better one (tokenized lower-cased BLEU) is then scored
    once on test2016. test2016 is never used for any choice.
-3. ``table``: writes ``benchmarks/results/table5.md`` from the recorded results.
+3. ``table``: writes ``benchmarks/results/table5.md`` (``--out``) from the recorded results.
 
 Usage::
 
     nohup python benchmarks/translation/run_table5.py --data-dir ../shared/data > runs/table5/driver.log 2>&1 &
+
+Other rows (explore configs) go through the same phases with ``--rows LABEL=CONFIG,...`` (a run directory
+``ROOT/LABEL`` each; CONFIG a packaged config name or a TOML file) and their own ``--root`` and ``--out``.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ def shell(cmd: list[str]) -> str:
     return " ".join(cmd)
 
 
-def train_command(variant: str, data_dir: str, root: Path) -> list[str]:
-    return cli("translate", "train", "--config", f"cpu-{variant}", "--run-dir", str(root / variant),
+def train_command(label: str, config: str, data_dir: str, root: Path) -> list[str]:
+    return cli("translate", "train", "--config", config, "--run-dir", str(root / label),
                "--data-dir", data_dir, "--no-progress")
 
 
@@ -60,12 +63,12 @@ def finished(run_dir: Path) -> bool:
 
 def phase_train(args, root: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    pending = [v for v in args.variants if not finished(root / v)]
+    pending = [v for v in args.rows if not finished(root / v)]
     running: dict[str, subprocess.Popen] = {}
     while pending or running:
         while pending and len(running) < args.jobs:
             variant = pending.pop(0)
-            cmd = train_command(variant, args.data_dir, root)
+            cmd = train_command(variant, args.rows[variant], args.data_dir, root)
             print(f"[{time.strftime('%H:%M:%S')}] start: OMP_NUM_THREADS=1 {shell(cmd)}", flush=True)
             log = open(root / f"{variant}.log", "a")
             running[variant] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -99,7 +102,7 @@ def evaluate(checkpoint: Path, split: str, args, root: Path, tag: str) -> dict:
 
 
 def phase_eval(args, root: Path) -> None:
-    for variant in args.variants:
+    for variant in args.rows:
         run_dir = root / variant
         epochs = sorted(run_dir.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))[-AVERAGE_LAST:]
         averaged = run_dir / f"average-last{AVERAGE_LAST}.pt"
@@ -125,7 +128,7 @@ def paper_numbers() -> dict[str, str]:
 def phase_table(args, root: Path) -> None:
     paper = paper_numbers()
     rows, commands, test_bleu = [], [], {}
-    for variant in args.variants:
+    for variant in args.rows:
         s = json.loads((root / f"{variant}.summary.json").read_text())
         last = torch.load(root / variant / "last.pt", map_location="cpu", weights_only=True)
         prog = last["progress"]
@@ -134,8 +137,9 @@ def phase_table(args, root: Path) -> None:
         rows.append(f"| {variant} | {last['parameters']:,} | {prog['step']:,} | "
                     f"{prog['train_seconds'] / 60:.0f} / {prog['train_cpu_seconds'] / 60:.0f} | {s['selected']} | "
                     f"{val['bleu_tok_lc']:.2f} | **{test['bleu_tok_lc']:.2f}** | {test['bleu']:.2f} | "
-                    f"{paper.get(PAPER_ROW[variant], 'n/a')} |")
-        commands += [f"OMP_NUM_THREADS=1 {shell(train_command(variant, args.data_dir, root))}", s["average_command"]]
+                    f"{paper.get(PAPER_ROW[last['config']['model']['variant']], 'n/a')} |")
+        train = train_command(variant, args.rows[variant], args.data_dir, root)
+        commands += [f"OMP_NUM_THREADS=1 {shell(train)}", s["average_command"]]
         commands += [r["command"] for r in s["val"].values()] + [s["test"]["command"]]
     diff = ""
     if {"vanilla", "complex-order"} <= set(test_bleu):
@@ -147,12 +151,12 @@ def phase_table(args, root: Path) -> None:
                 f"the issue's target: at least +1).")
     any_test = next(iter(test_bleu.values()))
     steps = last["progress"]["step"]
-    per_epoch = json.loads((root / args.variants[-1] / "log.jsonl").read_text().splitlines()[0])["step"]
+    per_epoch = json.loads((root / list(args.rows)[-1] / "log.jsonl").read_text().splitlines()[0])["step"]
     text = TEMPLATE.format(table="\n".join(rows), steps=steps, epochs=f"{steps / per_epoch:.3g}", commands="\n".join(commands), diff=diff,
                            sig_detok=any_test["bleu_signature"], sig_lc=any_test["bleu_tok_lc_signature"],
                            machine=f"{platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs, "
                                    f"torch {torch.__version__}")
-    out = Path("benchmarks/results/table5.md")
+    out = Path(args.out)
     out.write_text(text)
     print(f"wrote {out}")
 
@@ -219,9 +223,19 @@ def main() -> None:
     parser.add_argument("--root", default="runs/table5", help="run directories and logs")
     parser.add_argument("--jobs", type=int, default=2, help="trainings at a time (default 2)")
     parser.add_argument("--phases", default="train,eval,table")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="rows from the packaged configs cpu-<variant> (ignored with --rows)")
+    parser.add_argument("--rows", help="LABEL=CONFIG,...: rows from other configs (run directories ROOT/LABEL)")
+    parser.add_argument("--out", default="benchmarks/results/table5.md", help="the Markdown table written by 'table'")
     args = parser.parse_args()
-    args.variants = [v for v in args.variants.split(",") if v]
+    if args.rows:
+        pairs = [item.partition("=") for item in args.rows.split(",") if item]
+        bad = [label for label, sep, config in pairs if not (label and sep and config)]
+        if bad:
+            parser.error(f"--rows: expected LABEL=CONFIG,..., got {args.rows!r}")
+        args.rows = {label: config for label, _, config in pairs}
+    else:
+        args.rows = {v: f"cpu-{v}" for v in args.variants.split(",") if v}
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
     for phase in args.phases.split(","):

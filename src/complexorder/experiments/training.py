@@ -51,7 +51,11 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def _scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: float) -> list[dict]:
-    """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale``."""
+    """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale``.
+
+    The group also records ``"lr_scale": scale``, so a schedule that rewrites ``lr`` every step (the
+    translation trainer) keeps the ratio: ``group["lr"] = lr * group.get("lr_scale", 1.0)``.
+    """
     if scale == 1.0:
         return groups
     frequency = {id(p) for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "frequency"}
@@ -62,7 +66,7 @@ def _scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: 
         if keep:
             out.append({**g, "params": keep})
     if moved:
-        out.append({"params": moved, "lr": lr * scale, "weight_decay": 0.0})
+        out.append({"params": moved, "lr": lr * scale, "lr_scale": scale, "weight_decay": 0.0})
     return out
 
 

@@ -63,6 +63,9 @@ class Seq2SeqConfig:
             ``sqrt(d_model)``; otherwise ``N(0, 1)`` and unscaled.
         frequency_init: initial frequencies of ``"complex-order"`` (see
             :class:`~complexorder.embeddings.ComplexOrderEmbedding`).
+        frequency_sharing: ``None`` (a frequency per word and dimension, the paper's MT setting),
+            ``"word"`` (one frequency per dimension shared by all words: ``D`` parameters) or
+            ``"dimension"`` (one per word) -- the paper's Table 4 period-sharing schemes.
         share_weights: real/imaginary weight sharing in the complex attention (paper Table 4).
     """
 
@@ -79,6 +82,7 @@ class Seq2SeqConfig:
     tie_output: bool = False
     scale_embedding: bool = True
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"
+    frequency_sharing: Literal["word", "dimension"] | None = None
     share_weights: bool = False
 
 
@@ -173,7 +177,11 @@ class TransformerSeq2Seq(nn.Module):
         self.pad_id = pad_id
         self.is_complex = config.variant != "vanilla"
         d = config.d_model
-        options = {"frequency_init": config.frequency_init} if config.variant == "complex-order" else {}
+        if config.frequency_sharing is not None and config.variant != "complex-order":
+            raise ValueError(f"model.frequency_sharing applies to the complex-order variant only; "
+                             f"got variant {config.variant!r}")
+        options = ({"frequency_init": config.frequency_init, "frequency_sharing": config.frequency_sharing}
+                   if config.variant == "complex-order" else {})
         name = _EMBEDDING_OF[config.variant]
         self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
         self.tgt_embedding = (self.src_embedding if config.share_embeddings
