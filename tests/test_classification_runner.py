@@ -230,10 +230,75 @@ def test_a_config_without_a_model_table_is_noted_before_training(tmp_path, capsy
     # the library's Transformer defaults: ModelSettings' epochs 10, patience 3, lr 1e-3, batch 64
     assert out.err == (f"complexorder: note: {bare} has no [transformer] table, so its transformer units train with the "
                        "library defaults (epochs 10, patience 3, lr 0.001, batch 64); copy the settings of the grid it "
-                       "should pair with to compare by seed\n")
+                       "should pair with, or extend it (extends = \"table4\"), to compare by seed\n")
     args.config = str(full)
     assert run_classify(args) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_config_that_extends_table4_inherits_its_settings_and_pairs_with_its_units(tmp_path, capsys):
+    """extends = "table4": the built-in ablation grid's [transformer] settings are inherited (a table merges
+    key by key), variants/seeds are replaced, name/results/checkpoint_dir are not inherited; a unit that is
+    the same as one of table4's has table4's config hash (so the two pair by seed); and no note is printed."""
+    import argparse
+
+    from complexorder.config import read_extended_toml
+    from complexorder.experiments.classification_cli import load_grid, run_classify
+
+    explore = tmp_path / "explore.toml"
+    explore.write_text('extends = "table4"\nname = "explore"\nseeds = [7]\nresults = "runs/explore.jsonl"\n'
+                       '[[variants]]\nlabel = "complex-order"\nembedding = "complex-order"\n'
+                       '[[variants]]\nlabel = "uniform"\nembedding = "complex-order"\n'
+                       'options = { frequency_init = "uniform" }\n[transformer]\nlr = 3e-4\n')
+    raw = read_extended_toml(explore, "ablation")
+    base = read_extended_toml(find_config("table4", "ablation"), "ablation")
+    assert raw["transformer"] == {**base["transformer"], "lr": 3e-4}        # merged key by key
+    assert raw["datasets"] == base["datasets"] == ["SST2-sent"] and raw["seeds"] == [7]
+    assert [v["label"] for v in raw["variants"]] == ["complex-order", "uniform"]   # replaced, not appended
+    assert raw["name"] == "explore" and "checkpoint_dir" not in raw and "extends" not in raw
+
+    args = argparse.Namespace(config=str(explore), datasets=None, models=None, embeddings=None, folds=None, seeds=None,
+                              data_dir=None, vectors=None, vectors_format=None, results=None, checkpoint_dir=None,
+                              epochs=None, dry_run=True, no_progress=True)
+    grid = load_grid(args, "ablation")
+    assert grid.transformer.epochs == base["transformer"]["epochs"] and grid.transformer.lr == 3e-4
+    assert run_classify(args, "ablation") == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out == ("SST2-sent transformer complex-order seed-7\n"
+                                         "SST2-sent transformer uniform seed-7\n")
+    # the same unit from the base file and from a file that only extends it: one config hash
+    same = tmp_path / "same.toml"
+    same.write_text('extends = "table4"\nresults = "runs/same.jsonl"\n')
+    hashes = []
+    for config in (str(same), "table4"):
+        args.config = config
+        grid = load_grid(args, "ablation")
+        unit = next(u for u in runner.plan_units(grid) if u.variant.label == "complex-order")
+        hashes.append(runner._hash(runner.unit_config(grid, unit)))
+    assert hashes[0] == hashes[1]
+
+
+def test_extends_errors_name_the_file_and_what_to_do(tmp_path):
+    from complexorder.config import read_extended_toml
+
+    no_results = tmp_path / "a.toml"
+    no_results.write_text('extends = "table4"\n')
+    with pytest.raises(ValueError, match=rf"^config file {no_results} extends 'table4' but gives no results file of "
+                                         rf"its own; add e.g. results = \"runs/a.jsonl\" \(results are not inherited\)$"):
+        read_extended_toml(no_results, "ablation")
+    missing = tmp_path / "b.toml"
+    missing.write_text('extends = "tabel4"\nresults = "r.jsonl"\n')
+    with pytest.raises(FileNotFoundError, match=r"^config tabel4 not found: give a TOML file path or one of the "
+                                                r"built-in ablation configs: table4$"):
+        read_extended_toml(missing, "ablation")
+    (tmp_path / "c.toml").write_text('extends = "d.toml"\nresults = "r.jsonl"\n')
+    (tmp_path / "d.toml").write_text('extends = "c.toml"\nresults = "r.jsonl"\n')
+    with pytest.raises(ValueError, match=r"^config file .*d.toml: extends 'c.toml' makes a cycle "
+                                         r"\(c.toml -> d.toml -> c.toml\)$"):
+        read_extended_toml(tmp_path / "c.toml", "ablation")
+    (tmp_path / "e.toml").write_text('extends = 4\nresults = "r.jsonl"\n')
+    with pytest.raises(ValueError, match=r"extends must be a config name or a path, got 4$"):
+        read_extended_toml(tmp_path / "e.toml", "ablation")
 
 
 def test_embeddings_names_a_label_before_an_embedding():

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "read_toml", "find_config",
-           "builtin_configs"]
+           "builtin_configs", "read_extended_toml"]
 
 T = TypeVar("T")
 
@@ -156,3 +156,46 @@ def find_config(name_or_path: str | Path, task: str) -> Path:
         return builtin
     raise FileNotFoundError(f"config {name_or_path} not found: give a TOML file path or one of the built-in "
                             f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")
+
+
+#: Keys an ``extends`` file never inherits: where its results go and what it is called are its own.
+NOT_INHERITED = ("name", "results", "checkpoint_dir")
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """``over`` laid over ``base``: tables merged key by key, everything else (lists too) replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()) -> dict:
+    """A grid config's TOML with ``extends = "BASE"`` resolved.
+
+    ``BASE`` is a file path relative to the extending file, or a built-in config name of ``task``
+    (``extends = "table4"``). The base is read first (it may extend another), then the file's own
+    keys are laid over it: tables (``[transformer]``) merge key by key, lists (``variants``,
+    ``seeds``) and values replace. ``name``, ``results`` and ``checkpoint_dir`` are not inherited,
+    and an extending file must give its own ``results``, so that its units never land in the base's
+    results file. Unit config hashes depend on the resolved settings only, so a unit of an extending
+    file pairs with the same unit of its base.
+    """
+    path = Path(path)
+    data = read_toml(path)
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    if not isinstance(base_name, str) or not base_name:
+        raise ValueError(f"config file {path}: extends must be a config name or a path, got {base_name!r}")
+    if "results" not in data:
+        raise ValueError(f"config file {path} extends {base_name!r} but gives no results file of its own; "
+                         f"add e.g. results = \"runs/{path.stem}.jsonl\" (results are not inherited)")
+    relative = path.parent / base_name
+    base_path = relative if relative.is_file() else find_config(base_name, task)
+    chain = (*_chain, str(path.resolve()))
+    if str(base_path.resolve()) in chain:
+        raise ValueError(f"config file {path}: extends {base_name!r} makes a cycle "
+                         f"({' -> '.join(Path(c).name for c in chain)} -> {base_path.name})")
+    base = read_extended_toml(base_path, task, chain)
+    return _merge({k: v for k, v in base.items() if k not in NOT_INHERITED}, data)

@@ -7,7 +7,7 @@ import dataclasses
 import shlex
 import sys
 
-from ..config import find_config, load_config, read_toml
+from ..config import config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
@@ -118,7 +118,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def load_grid(args: argparse.Namespace, task: str = "classification") -> GridConfig:
-    grid = load_config(find_config(args.config, task), GridConfig)
+    path = find_config(args.config, task)
+    grid = config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path))
     changes = {}
     if args.datasets:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
@@ -147,24 +148,25 @@ def command_line() -> str:
     return "complexorder " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def default_settings_notes(config_path, grid: GridConfig) -> list[str]:
+def default_settings_notes(config_path, grid: GridConfig, task: str = "classification") -> list[str]:
     """One line per model of ``grid`` whose settings the config file does not give (no ``[model]`` table):
     its units train with the library defaults, which an explore config meant to pair with a main grid (e.g.
     ``table4``: 8 epochs, patience 2) easily gets wrong without noticing (their config hashes then differ)."""
-    raw = read_toml(config_path)
+    raw = read_extended_toml(config_path, task)
     notes = []
     for model in grid.models:
         if model not in raw:
             s = getattr(grid, model)
             notes.append(f"note: {config_path} has no [{model}] table, so its {model} units train with the library "
                          f"defaults (epochs {s.epochs}, patience {s.patience}, lr {s.lr:g}, batch {s.batch_size}); "
-                         f"copy the settings of the grid it should pair with to compare by seed")
+                         f"copy the settings of the grid it should pair with, or extend it (extends = \"table4\"), "
+                         f"to compare by seed")
     return notes
 
 
 def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
     grid = load_grid(args, task)
-    for line in default_settings_notes(find_config(args.config, task), grid):
+    for line in default_settings_notes(find_config(args.config, task), grid, task):
         print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
         for u in plan_units(grid):
