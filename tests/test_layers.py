@@ -246,6 +246,35 @@ def test_complex_attention_is_eq13_14_by_hand():
     assert w.dtype == D64  # real weights
 
 
+def test_real_attention_score_is_the_real_part_by_hand_and_tells_z_from_minus_z():
+    torch.manual_seed(0)
+    q, k, v = crandn(3, 4), crandn(5, 4), crandn(5, 2)
+    out, w = CF.complex_scaled_dot_product_attention(q, k, v, score="real")
+    for i in range(3):
+        e = [sum(q[i, d].item() * k[j, d].item().conjugate() for d in range(4)).real / math.sqrt(4) for j in range(5)]
+        z = sum(math.exp(x) for x in e)
+        for j in range(5):
+            assert abs(w[i, j].item() - math.exp(e[j]) / z) < 1e-12
+        for d in range(2):
+            assert abs(out[i, d].item() - sum(math.exp(e[j]) / z * v[j, d].item() for j in range(5))) < 1e-12
+    # keys k and -k: the paper's modulus cannot tell them apart, the real part can
+    pair = torch.cat([k[:1], -k[:1]])
+    modulus = CF.complex_scaled_dot_product_attention(q, pair, v[:2])[1]
+    real = CF.complex_scaled_dot_product_attention(q, pair, v[:2], score="real")[1]
+    assert torch.allclose(modulus, torch.full_like(modulus, 0.5)) and not torch.allclose(real, modulus)
+    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', got 'abs'$"):
+        CF.complex_scaled_dot_product_attention(q, k, v, score="abs")
+    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', got 'abs'$"):
+        cnn.ComplexMultiheadAttention(8, 2, score="abs")
+    mha = cnn.ComplexMultiheadAttention(8, 2, score="real", dtype=D64).eval()
+    assert "score='real'" in repr(mha)
+    x = crandn(2, 5, 8)
+    full, _ = mha(x, is_causal=True)
+    cache = {}
+    steps = [mha(x[:, t : t + 1], is_causal=True, cache=cache)[0] for t in range(5)]
+    assert torch.allclose(torch.cat(steps, 1), full)
+
+
 def test_attention_mask_really_masks():
     torch.manual_seed(0)
     q, k, v = crandn(2, 3, 4), crandn(2, 5, 4), crandn(2, 5, 4)

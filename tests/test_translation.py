@@ -429,3 +429,24 @@ def test_frequency_sharing_gives_the_paper_period_sharing_tables_and_only_for_co
     with pytest.raises(ValueError, match=r"^model.frequency_sharing applies to the complex-order variant only; "
                                          r"got variant 'complex-vanilla'$"):
         tiny("complex-vanilla", frequency_sharing="word")
+
+
+@pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
+def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
+    model = tiny(variant, attention_score="real")
+    layer = model.decoder_layers[0]
+    assert layer.self_attn.score == layer.cross_attn.score == model.encoder_layers[0].self_attn.score == "real"
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :4], b[:, :4]) and not torch.allclose(a[:, 4:], b[:, 4:])
+    memory, src_pad = model.encode(src)
+    cache = {}
+    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
+    assert torch.allclose(steps, a, atol=1e-5)
+    # the paper's modulus gives other logits from the same weights
+    modulus = tiny(variant)
+    assert not torch.allclose(modulus(src, tgt), a)
+    with pytest.raises(ValueError, match=r"^model.attention_score applies to the complex variants only$"):
+        tiny("vanilla", attention_score="real")

@@ -67,6 +67,9 @@ class Seq2SeqConfig:
             ``"word"`` (one frequency per dimension shared by all words: ``D`` parameters) or
             ``"dimension"`` (one per word) -- the paper's Table 4 period-sharing schemes.
         share_weights: real/imaginary weight sharing in the complex attention (paper Table 4).
+        attention_score: how the complex attention scores a query-key product: ``"modulus"``
+            (``|q . conj(k)|``, paper Eq. 14) or ``"real"`` (``Re(q . conj(k))``, not the paper's; see
+            :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
     """
 
     variant: Literal["vanilla", "complex-vanilla", "complex-order"] = "complex-order"
@@ -84,6 +87,7 @@ class Seq2SeqConfig:
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"
     frequency_sharing: Literal["word", "dimension"] | None = None
     share_weights: bool = False
+    attention_score: Literal["modulus", "real"] = "modulus"
 
 
 def reorder_cache(cache: dict, index: Tensor) -> dict:
@@ -173,6 +177,8 @@ class TransformerSeq2Seq(nn.Module):
             raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
         if config.share_weights and config.variant == "vanilla":
             raise ValueError("share_weights applies to the complex variants only")
+        if config.attention_score != "modulus" and config.variant == "vanilla":
+            raise ValueError("model.attention_score applies to the complex variants only")
         self.config = config
         self.pad_id = pad_id
         self.is_complex = config.variant != "vanilla"
@@ -191,7 +197,7 @@ class TransformerSeq2Seq(nn.Module):
         layer_args = (d, config.nhead, config.dim_feedforward, config.dropout)
         layer_kwargs = {"activation": config.activation, "batch_first": True, "norm_first": config.norm_first}
         if self.is_complex:
-            layer_kwargs["share_weights"] = config.share_weights
+            layer_kwargs.update(share_weights=config.share_weights, attention_score=config.attention_score)
             enc, dec, norm = ComplexTransformerEncoderLayer, ComplexTransformerDecoderLayer, ComplexLayerNorm
         else:
             enc, dec, norm = nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.LayerNorm

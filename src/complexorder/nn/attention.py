@@ -56,6 +56,8 @@ class ComplexMultiheadAttention(nn.Module):
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4); the output
             projection keeps separate weights.
         batch_first: ``[B, L, E]`` (default) or ``[L, B, E]``.
+        score: ``"modulus"`` (paper Eq. 14, the default) or ``"real"``, ``Re(q . conj(k))`` (see
+            :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
 
     Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean
     ``attn_mask [Lq, Lk]`` are True where attention is NOT allowed; ``is_causal=True`` lets query
@@ -70,10 +72,14 @@ class ComplexMultiheadAttention(nn.Module):
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 share_weights: bool = False, batch_first: bool = True, device=None, dtype=None) -> None:
+                 share_weights: bool = False, batch_first: bool = True, score: str = "modulus",
+                 device=None, dtype=None) -> None:
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+        if score not in CF.ATTENTION_SCORES:
+            raise ValueError(f"score must be one of {', '.join(map(repr, CF.ATTENTION_SCORES))}, got {score!r}")
+        self.score = score
         factory = {"device": device, "dtype": dtype}
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.dropout, self.batch_first, self.share_weights = dropout, batch_first, share_weights
@@ -122,7 +128,8 @@ class ComplexMultiheadAttention(nn.Module):
         if cache is not None:
             cache["k"], cache["v"] = k, v
         mask = merge_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask, is_causal, device=q.device)
-        out, weights = CF.complex_scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
+        out, weights = CF.complex_scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
+                                                               score=self.score)
         out = self.out_proj(out.transpose(1, 2).reshape(query.shape[0], query.shape[1], self.embed_dim))
         if not self.batch_first:
             out = out.transpose(0, 1)
@@ -136,4 +143,6 @@ class ComplexMultiheadAttention(nn.Module):
             s += f", dropout={self.dropout}"
         if self.share_weights:
             s += ", share_weights=True"
+        if self.score != "modulus":
+            s += f", score={self.score!r}"
         return s

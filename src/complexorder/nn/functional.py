@@ -147,9 +147,13 @@ def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tens
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(key_len - query_len)
 
 
+#: How a complex query-key product becomes a real attention score.
+ATTENTION_SCORES = ("modulus", "real")
+
+
 def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                                          dropout_p: float = 0.0, training: bool = True,
-                                         scale: float | None = None) -> tuple[Tensor, Tensor]:
+                                         scale: float | None = None, score: str = "modulus") -> tuple[Tensor, Tensor]:
     r"""Complex attention, paper Eq. 13-14.
 
     .. math::
@@ -157,6 +161,11 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
         a_{ij} = \mathrm{softmax}_j(e_{ij}), \quad out_i = \sum_j a_{ij} v_j
 
     ``q_i . conj(k_j)`` is the Hermitian product; the weights are real.
+
+    ``score="real"`` (not the paper's) takes :math:`\Re(q_i \cdot \overline{k_j}) / \sqrt{d}` instead of
+    the modulus: the real dot product of ``[Re q, Im q]`` and ``[Re k, Im k]``. It keeps the sign and the
+    phase of the product (the modulus gives the same score to ``z`` and ``-z``, and ``z`` and
+    ``conj(z)``), as a real Transformer's dot product and rotary position encodings do.
 
     Args:
         query: ``[..., Lq, d]`` complex.
@@ -167,6 +176,7 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
             no allowed key gets zero weights and a zero output.
         dropout_p: dropout on the attention weights (only when ``training``).
         scale: defaults to ``1 / sqrt(d)``.
+        score: ``"modulus"`` (paper Eq. 14) or ``"real"``.
 
     Returns:
         ``(output [..., Lq, dv] complex, weights [..., Lq, Lk] real)``.
@@ -177,8 +187,14 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
         raise ValueError(f"query and key must share their last dimension, got {query.shape[-1]} and {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(f"key and value must have the same length, got {key.shape[-2]} and {value.shape[-2]}")
+    if score not in ATTENTION_SCORES:
+        raise ValueError(f"score must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1).conj()).abs() * scale
+    if score == "modulus":
+        scores = torch.matmul(query, key.transpose(-2, -1).conj()).abs() * scale
+    else:  # Re(q . conj(k)) = [Re q, Im q] . [Re k, Im k]: one real product of twice the width
+        q, k = torch.view_as_real(query).flatten(-2), torch.view_as_real(key).flatten(-2)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * scale
     if mask is not None:
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be a boolean tensor (True = attention allowed), got dtype {mask.dtype}")

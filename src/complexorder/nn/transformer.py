@@ -40,6 +40,7 @@ class ComplexTransformerEncoderLayer(nn.Module):
             as :class:`torch.nn.TransformerEncoderLayer` (``batch_first`` defaults to True here).
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
         share_ffn_weights: the same sharing in the feed-forward block.
+        attention_score: ``"modulus"`` (paper Eq. 14) or ``"real"`` (see :class:`ComplexMultiheadAttention`).
 
     Shape: ``src [B, L, d_model]`` complex -> same. ``src_key_padding_mask [B, L]`` True = padding.
     """
@@ -47,10 +48,11 @@ class ComplexTransformerEncoderLayer(nn.Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
                  norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
-                 device=None, dtype=None) -> None:
+                 attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                   score=attention_score,
                                                    batch_first=batch_first, **factory)
         self.ffn = _FeedForward(d_model, dim_feedforward, dropout, activation, share_ffn_weights, factory)
         self.norm1 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
@@ -90,12 +92,14 @@ class ComplexTransformerDecoderLayer(nn.Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
                  norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
-                 device=None, dtype=None) -> None:
+                 attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                   score=attention_score,
                                                    batch_first=batch_first, **factory)
         self.cross_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
+                                                    score=attention_score,
                                                     batch_first=batch_first, **factory)
         self.ffn = _FeedForward(d_model, dim_feedforward, dropout, activation, share_ffn_weights, factory)
         self.norm1 = ComplexLayerNorm(d_model, layer_norm_eps, **factory)
