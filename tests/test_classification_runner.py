@@ -336,6 +336,28 @@ def test_frequency_lr_scale_is_validated_and_keeps_old_hashes(tmp_path):
         plan_units(bad)
 
 
+def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tmp_path):
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["tpe", "complex-order"])
+    units = plan_units(grid)
+    assert all("attention_score" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
+    real = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="real"))
+    for unit in units:
+        config = unit_config(real, unit)
+        assert config["settings"]["attention_score"] == "real" and _hash(config) != _hash(unit_config(grid, unit))
+        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+        if unit.variant.embedding == "complex-order":
+            assert model.layers[0].self_attn.score == "real"
+        else:  # PyTorch's layer: its dot product is the real one already
+            assert isinstance(model.layers[0], torch.nn.TransformerEncoderLayer)
+    assert build_model_from_config(unit_config(grid, units[-1]), 30, 2, 16).layers[0].self_attn.score == "modulus"
+    bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="abs"))
+    with pytest.raises(ValueError, match=r"^\[transformer\] attention_score must be one of 'modulus', 'real', "
+                                         r"got 'abs'$"):
+        plan_units(bad)
+
+
 def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     records = []
     for k in range(6):  # six folds: the variant beats every baseline on each one

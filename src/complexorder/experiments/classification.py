@@ -33,6 +33,7 @@ from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info
 from ..models import CLASSIFIERS, build_classifier
+from ..nn.functional import ATTENTION_SCORES
 from .training import count_parameters, evaluate_accuracy, train_classifier
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
@@ -49,6 +50,9 @@ class ModelSettings:
     ``weight_decay`` (L2) applies to the layers after the embedding, as in the authors' code.
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies only (not in
     the paper's pool; 1.0, the default, trains them like every other parameter).
+    ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
+    Eq. 14, the default) or ``"real"`` (``Re(q . conj(k))``, not the paper's); real embeddings run
+    PyTorch's layers, whose dot product is already the real one, and ignore it.
     """
 
     embedding_dim: int = 300
@@ -68,6 +72,7 @@ class ModelSettings:
     share_weights: bool = False
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
+    attention_score: str = "modulus"
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -97,6 +102,8 @@ class ModelSettings:
             fail("dropout", "a number in [0, 1)")
         if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
             fail("frequency_lr_scale", "a number >= 0")
+        if self.attention_score not in ATTENTION_SCORES:
+            fail("attention_score", f"one of {', '.join(map(repr, ATTENTION_SCORES))}")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -107,7 +114,7 @@ class ModelSettings:
         if architecture == "lstm":
             return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
-                "dropout": self.dropout, "share_weights": share_weights}
+                "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score}
 
 
 @dataclass
@@ -203,12 +210,17 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
     }
 
 
+#: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
+LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus"}
+
+
 def _settings_dict(settings: ModelSettings) -> dict:
     """The settings as hashed; options added later are left out at their default value, so that the
     units of results files written before they existed are still recognised as finished."""
     out = config_to_dict(settings)
-    if out.get("frequency_lr_scale") == 1.0:
-        del out["frequency_lr_scale"]
+    for key, default in LATER_DEFAULTS.items():
+        if out.get(key) == default:
+            del out[key]
     return out
 
 

@@ -23,19 +23,24 @@ class TransformerClassifier(nn.Module):
         num_classes: output classes.
         nhead, dim_feedforward, num_layers, dropout: encoder settings.
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
+        attention_score: complex attention scores, ``"modulus"`` (paper Eq. 14) or ``"real"``; real
+            embeddings run :class:`torch.nn.TransformerEncoderLayer`, whose scores are the real dot
+            product already, and ignore it.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
-                 num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False) -> None:
+                 num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
+                 attention_score: str = "modulus") -> None:
         super().__init__()
         self.embedding = embedding
         d = embedding.embedding_dim
         self.dropout = make_dropout(dropout, embedding.is_complex)
         if embedding.is_complex:
             make = lambda: ComplexTransformerEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
-                                                          share_weights=share_weights)
+                                                          share_weights=share_weights,
+                                                          attention_score=attention_score)
         else:
             if share_weights:
                 raise ValueError("share_weights applies to complex embeddings only")
