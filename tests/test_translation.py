@@ -450,3 +450,24 @@ def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
     assert not torch.allclose(modulus(src, tgt), a)
     with pytest.raises(ValueError, match=r"^model.attention_score applies to the complex variants only$"):
         tiny("vanilla", attention_score="real")
+
+
+def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, toy_data, tmp_path):
+    """Checkpoints written before train.frequency_lr_scale / model.frequency_sharing / model.attention_score
+    existed lack those keys; they had the defaults, so resuming with the same config is no 'other config'."""
+    import shutil
+
+    run_dir, _, _, config = trained
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old)
+    ck = torch.load(old / "last.pt", weights_only=True)
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=ck["progress"]["step"]))
+    for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score")):
+        del ck["config"][section][key]
+    torch.save(ck, old / "last.pt")
+    again = train_translation(config, old, toy_data, progress=False, log=lambda m: None)
+    assert again["step"] == ck["progress"]["step"]  # finished: resumed to a no-op
+    other = dataclasses.replace(config, train=dataclasses.replace(config.train, frequency_lr_scale=0.5))
+    with pytest.raises(ValueError, match=r"was trained with another config \(train.frequency_lr_scale: 1.0 in the "
+                                         r"checkpoint, 0.5 asked\)"):
+        train_translation(other, old, toy_data, progress=False, log=lambda m: None)

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from ..data.batching import EncodedDataset, iterate_batches
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "count_parameters"]
+           "scale_frequency_lr", "count_parameters"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
@@ -50,7 +50,7 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return groups
 
 
-def _scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: float) -> list[dict]:
+def scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: float) -> list[dict]:
     """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale``.
 
     The group also records ``"lr_scale": scale``, so a schedule that rewrites ``lr`` every step (the
@@ -82,10 +82,10 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     embedding = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]
-    dense_groups = _scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)
+    dense_groups = scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)
     optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense_groups, lr=lr)]
     if sparse:
-        sparse_groups = _scale_frequency_lr(model, [{"params": sparse}], lr, frequency_lr_scale)
+        sparse_groups = scale_frequency_lr(model, [{"params": sparse}], lr, frequency_lr_scale)
         for g in sparse_groups:
             g.pop("weight_decay", None)  # SparseAdam has no weight decay
         optimizers.append(torch.optim.SparseAdam(sparse_groups, lr=lr))

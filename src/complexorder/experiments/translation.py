@@ -30,7 +30,7 @@ from ..config import config_from_dict, config_to_dict, load_config, read_toml
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
-from .training import _scale_frequency_lr, count_parameters, parameter_groups
+from .training import scale_frequency_lr, count_parameters, parameter_groups
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -247,7 +247,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     last_path = run_dir / "last.pt"
     resume = load_checkpoint(last_path, CHECKPOINT_KIND) if last_path.is_file() else None
     if resume is not None:
-        diffs = _config_differences(resume["config"], cfg_dict, ignore=RESUMABLE_CHANGES)
+        # a checkpoint written before a setting existed had that setting's default: fill it in
+        saved = config_to_dict(config_from_dict(resume["config"], TranslationConfig, where=f"{last_path} config"))
+        diffs = _config_differences(saved, cfg_dict, ignore=RESUMABLE_CHANGES)
         if diffs:
             raise ValueError(f"{last_path} was trained with another config ({diffs[0]}); "
                              f"use another --run-dir or the same config")
@@ -273,7 +275,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     valid = _encode(tokenizer, valid_pairs)
     torch.manual_seed(tc.seed)
     model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD)
-    groups = _scale_frequency_lr(model, parameter_groups(model, tc.weight_decay), tc.lr, tc.frequency_lr_scale)
+    groups = scale_frequency_lr(model, parameter_groups(model, tc.weight_decay), tc.lr, tc.frequency_lr_scale)
     optimizer = torch.optim.Adam(groups, lr=tc.lr, betas=tuple(tc.betas), eps=tc.adam_eps)
     state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0}
     if resume is not None:

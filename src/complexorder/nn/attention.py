@@ -77,9 +77,7 @@ class ComplexMultiheadAttention(nn.Module):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
-        if score not in CF.ATTENTION_SCORES:
-            raise ValueError(f"score must be one of {', '.join(map(repr, CF.ATTENTION_SCORES))}, got {score!r}")
-        self.score = score
+        self.score = CF.check_attention_score(score)
         factory = {"device": device, "dtype": dtype}
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.dropout, self.batch_first, self.share_weights = dropout, batch_first, share_weights

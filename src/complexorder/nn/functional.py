@@ -24,6 +24,8 @@ __all__ = [
     "complex_layer_norm",
     "modulus",
     "complex_scaled_dot_product_attention",
+    "ATTENTION_SCORES",
+    "check_attention_score",
     "causal_mask",
     "complex_order_embedding",
     "complex_order_embedding_reference",
@@ -151,6 +153,13 @@ def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tens
 ATTENTION_SCORES = ("modulus", "real")
 
 
+def check_attention_score(score: str) -> str:
+    """``score`` if it is one of :data:`ATTENTION_SCORES`, else a one-line ``ValueError``."""
+    if score not in ATTENTION_SCORES:
+        raise ValueError(f"score must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
+    return score
+
+
 def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                                          dropout_p: float = 0.0, training: bool = True,
                                          scale: float | None = None, score: str = "modulus") -> tuple[Tensor, Tensor]:
@@ -187,8 +196,7 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
         raise ValueError(f"query and key must share their last dimension, got {query.shape[-1]} and {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(f"key and value must have the same length, got {key.shape[-2]} and {value.shape[-2]}")
-    if score not in ATTENTION_SCORES:
-        raise ValueError(f"score must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
+    check_attention_score(score)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if score == "modulus":
         scores = torch.matmul(query, key.transpose(-2, -1).conj()).abs() * scale
