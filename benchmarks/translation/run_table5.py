@@ -149,16 +149,29 @@ def phase_table(args, root: Path) -> None:
                 f"{d_detok:+.2f} detokenized BLEU (paper: "
                 f"{float(paper.get(PAPER_ROW['complex-order'], 'nan')) - float(paper.get(PAPER_ROW['vanilla'], 'nan')):+.1f}; "
                 f"the issue's target: at least +1).")
+    curves = validation_curves(root, list(args.rows))
     any_test = next(iter(test_bleu.values()))
     steps = last["progress"]["step"]
     per_epoch = json.loads((root / list(args.rows)[-1] / "log.jsonl").read_text().splitlines()[0])["step"]
-    text = TEMPLATE.format(table="\n".join(rows), steps=steps, epochs=f"{steps / per_epoch:.3g}", commands="\n".join(commands), diff=diff,
+    text = TEMPLATE.format(table="\n".join(rows), curves=curves, steps=steps, epochs=f"{steps / per_epoch:.3g}", commands="\n".join(commands), diff=diff,
                            sig_detok=any_test["bleu_signature"], sig_lc=any_test["bleu_tok_lc_signature"],
                            machine=f"{platform.machine()}, {os.cpu_count()} CPU cores shared with other jobs, "
                                    f"torch {torch.__version__}")
     out = Path(args.out)
     out.write_text(text)
     print(f"wrote {out}")
+
+
+def validation_curves(root: Path, labels: list[str]) -> str:
+    """Validation perplexity (teacher forcing, no label smoothing) after every epoch, from each run's log.jsonl."""
+    logs = {label: [json.loads(line) for line in (root / label / "log.jsonl").read_text().splitlines() if line.strip()]
+            for label in labels}
+    epochs = sorted({(r["epoch"], r["step"]) for log in logs.values() for r in log})
+    lines = ["| epoch (step) | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for epoch, step in epochs:
+        cells = [next((f"{r['valid_ppl']:.2f}" for r in logs[label] if r["epoch"] == epoch), "—") for label in labels]
+        lines.append(f"| {epoch} ({step:,}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 TEMPLATE = """# Table 5 (machine translation, Multi30k En→De): CPU reproduction at equal budget
@@ -172,6 +185,10 @@ every figure comes from the commands listed below, on the real Multi30k files
 {table}
 
 {diff}
+
+Validation perplexity after each epoch (val split, teacher forcing; the runs' `log.jsonl`):
+
+{curves}
 
 - **tok-lc**: tokenized (mteval-13a), lower-cased BLEU, the kind of figure the paper's Table 5 and the
   2019 Multi30k literature report (`{sig_lc}`).
