@@ -161,7 +161,7 @@ def test_table4_rendering_with_deltas():
     # complex-order: 0.802 and 0.804 on seeds 1, 2; the extra row 0.90, 0.92, 0.50 (mean 0.773 ± 0.237):
     # Δ on the paired seeds 1, 2 = mean(0.098, 0.116) = +0.107
     # it extends complex-order itself (no options), so both deltas are the same
-    assert ("| complex-order, positions from 1 | × | complex-order: first_position = 1 | 2.50M | 0.773 ± 0.237 | 3 | "
+    assert ("| complex-order, positions from 1 | × | complex-order: first_position = 1 | — | 2.50M | 0.773 ± 0.237 | 3 | "
             "+0.107 (n=2) | complex-order | +0.107 (n=2) |") in text
     # a row adding first_position to a sharing row is compared with that row: the paper row with the options
     # {amplitude_sharing: word} is the largest proper subset of {amplitude_sharing: word, first_position: 1}
@@ -176,7 +176,7 @@ def test_table4_rendering_with_deltas():
     text = render_table4(records)
     # to complex-order (0.802, 0.804): mean(-0.052, -0.004) = -0.028; to word-sharing amplitude: mean(0.05, 0.06) = +0.055
     assert ("| word-sharing amplitude, positions from 1 | × | complex-order: amplitude_sharing = 'word', first_position = 1 "
-            "| 1.00M | 0.775 ± 0.035 | 2 | -0.028 (n=2) | word-sharing amplitude | +0.055 (n=2) |") in text
+            "| — | 1.00M | 0.775 ± 0.035 | 2 | -0.028 (n=2) | word-sharing amplitude | +0.055 (n=2) |") in text
     assert "complex-order best (paper: yes): yes" in text  # the extra row does not count as a paper row
     # paired tests: adding initial phases (row 2) is 0.792 / 0.794 against complex-order's 0.802 / 0.804
     # on seeds 1, 2: differences -0.010, -0.010; scipy's exact one-sided p with n = 2 is 1/4 one way, 1 the other
@@ -185,6 +185,23 @@ def test_table4_rendering_with_deltas():
     assert "| adding initial phases | 2 | -0.010 | 0.25 | 1 |" in text
     # the extra row with an unpaired seed 7: paired on seeds 1, 2 only (+0.098, +0.116)
     assert "| complex-order, positions from 1 | 2 | +0.107 | 1 | 0.25 |" in text
+    # a row that changes a model setting, not an embedding option ([transformer] attention_score = "real"):
+    # it extends the row with the same embedding and options whose settings lack the change (adding initial
+    # phases, not complex-order, which has fewer options), and the settings column names the change
+    real_grid = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="real"))
+    phases = next(v for v in grid.resolved_variants() if v.label == "adding initial phases")
+    real = Variant("adding initial phases, real attention score", "complex-order", dict(phases.options))
+    for seed, acc in ((1, 0.83), (2, 0.80)):
+        config = unit_config(real_grid, Unit("SST2", "transformer", real, f"seed-{seed}"))
+        records.append({"dataset": "SST2", "model": "transformer", "variant": real.label, "split": f"seed-{seed}",
+                        "test_accuracy": acc, "parameters": 3_000_000, "vocab_size": V, "config": config,
+                        "finished_at": "t"})
+    text = render_table4(records)
+    # adding initial phases: 0.792, 0.794; the row 0.83, 0.80: Δ = mean(0.038, 0.006) = +0.022;
+    # to complex-order (0.802, 0.804): mean(0.028, -0.004) = +0.012
+    assert ("| adding initial phases, real attention score | × | complex-order: initial_phase = True | "
+            "attention_score = 'real' | 3.00M | 0.815 ± 0.021 | 2 | +0.012 (n=2) | adding initial phases | "
+            "+0.022 (n=2) |") in text
 
 
 def test_table4_rows_on_other_seeds_are_compared_paired():

@@ -127,51 +127,70 @@ def _paired_delta(runs: list[dict], base: list[dict]) -> str:
     return f"{np.mean(pairs):+.3f} (n={len(pairs)})" if pairs else "— (no common seed)"
 
 
+def _contains(big: dict, small: dict) -> bool:
+    return all(k in big and big[k] == v for k, v in small.items())
+
+
 def _extended_row(label: str, by_variant: dict[str, list[dict]]) -> str | None:
-    """The measured row that ``label`` extends: same embedding and weight sharing, embedding options a proper
-    subset of its own (the largest such subset; a paper row on a tie), e.g. ``word-sharing amplitude`` for the
-    same options plus ``first_position = 1``. ``None`` when no measured row qualifies."""
+    """The measured row that ``label`` extends: same embedding and weight sharing, embedding options and
+    model settings each a subset of its own, at least one a proper subset (the most specific such row; a
+    paper row on a tie). E.g. ``word-sharing amplitude`` for the same options plus ``first_position = 1``,
+    or ``complex-order`` for ``[transformer] attention_score = "real"`` (settings added after the first
+    results are recorded only where they differ from their default, so the row without them has fewer).
+    ``None`` when no measured row qualifies."""
     config = by_variant[label][0].get("config", {})
-    options = config.get("embedding_options", {})
+    options, settings = config.get("embedding_options", {}), config.get("settings", {})
     known = {row for row, _, _ in PAPER_ROWS}
     best, size = None, (-1, False)
     for other, runs in by_variant.items():
         if other == label or not runs:
             continue
         oc = runs[0].get("config", {})
-        oo = oc.get("embedding_options", {})
+        oo, os_ = oc.get("embedding_options", {}), oc.get("settings", {})
         if (oc.get("embedding") == config.get("embedding") and bool(oc.get("share_weights")) == bool(config.get("share_weights"))
-                and len(oo) < len(options) and all(k in options and options[k] == v for k, v in oo.items())
-                and (len(oo), other in known) > size):  # on a tie in size, a paper row
-            best, size = other, (len(oo), other in known)
+                and _contains(options, oo) and _contains(settings, os_) and len(oo) + len(os_) < len(options) + len(settings)
+                and (len(oo) + len(os_), other in known) > size):  # on a tie in size, a paper row
+            best, size = other, (len(oo) + len(os_), other in known)
     return best
+
+
+def _settings_changed(runs: list[dict], reference: list[dict]) -> str:
+    """The model settings of ``runs`` that differ from those of ``reference`` (complex-order), as text."""
+    if not reference:
+        return "—"
+    mine, theirs = runs[0].get("config", {}).get("settings", {}), reference[0].get("config", {}).get("settings", {})
+    changed = [f"{k} = {mine[k]!r}" for k in sorted(mine) if k not in theirs or theirs[k] != mine[k]]
+    return ", ".join(changed) or "—"
 
 
 def _further_rows(by_variant: dict[str, list[dict]]) -> list[str]:
     """Variants of the config that are not rows of the paper's table (e.g. ``first_position = 1``),
     after the paper's rows. Two paired differences (mean over the seeds both were run on, their number
     beside it): to complex-order, and to the measured row the variant extends (same embedding and weight
-    sharing, a proper subset of its options), which isolates what the added options do."""
+    sharing, a proper subset of its options and settings), which isolates what the added options do."""
     known = {label for label, _, _ in PAPER_ROWS}
     extra = [label for label, runs in by_variant.items() if label not in known and runs]
     if not extra:
         return []
+    first = by_variant.get(PAPER_ROWS[0][0], [])
     lines = ["## Further rows (not in the paper's table)", "",
-             "| row | shared W^{Q/K/V} | embedding options | params (ours) | accuracy (ours, mean ± std) | seeds | "
-             "Δ to complex-order (paired seeds) | row it extends | Δ to that row (paired seeds) |",
-             "|---|---|---|---:|---:|---:|---:|---|---:|"]
+             "| row | shared W^{Q/K/V} | embedding options | model settings (vs complex-order) | params (ours) | "
+             "accuracy (ours, mean ± std) | seeds | Δ to complex-order (paired seeds) | row it extends | "
+             "Δ to that row (paired seeds) |",
+             "|---|---|---|---|---:|---:|---:|---:|---|---:|"]
     for label in sorted(extra):
         runs = by_variant[label]
         acc = np.array([r["test_accuracy"] for r in runs])
         config = runs[0].get("config", {})
         options = ", ".join(f"{k} = {v!r}" for k, v in sorted(config.get("embedding_options", {}).items())) or "—"
         std = f" ± {acc.std(ddof=1):.3f}" if len(acc) > 1 else ""
-        delta = _paired_delta(runs, by_variant.get(PAPER_ROWS[0][0], []))
+        delta = _paired_delta(runs, first)
         base = _extended_row(label, by_variant)
         base_delta = _paired_delta(runs, by_variant[base]) if base else "—"
         share = "✓" if config.get("share_weights") else "×"
-        lines.append(f"| {label} | {share} | {config.get('embedding', '?')}: {options} | {runs[0]['parameters'] / 1e6:.2f}M | "
-                     f"{acc.mean():.3f}{std} | {len(acc)} | {delta} | {base or '—'} | {base_delta} |")
+        lines.append(f"| {label} | {share} | {config.get('embedding', '?')}: {options} | {_settings_changed(runs, first)} | "
+                     f"{runs[0]['parameters'] / 1e6:.2f}M | {acc.mean():.3f}{std} | {len(acc)} | {delta} | {base or '—'} | "
+                     f"{base_delta} |")
     return lines + [""]
 
 
