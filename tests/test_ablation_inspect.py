@@ -251,3 +251,39 @@ def test_table4_paired_tests_by_hand():
     assert "(0.0156 at n = 6)" in text
     # without a shared seed, or without complex-order, no section
     assert "Paired tests" not in render_table4([r for r in records if r["variant"] != "complex-order"])
+
+
+def test_ablate_report_renders_also_results(tmp_path, capsys):
+    """`ablate --report-only --also-results`: an explore config's rows rendered beside another results file's
+    paper rows, paired by seed; a missing file is a one-line error naming it."""
+    import json
+
+    from complexorder.cli import main
+
+    grid = ablation_grid()
+    real_grid = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="real"))
+    base = next(v for v in grid.resolved_variants() if v.label == "complex-order")
+    real = Variant("complex-order, real attention score", "complex-order")
+
+    def record(g, v, seed, acc):
+        return {"dataset": "SST2", "model": "transformer", "variant": v.label, "split": f"seed-{seed}",
+                "test_accuracy": acc, "parameters": 1_000_000, "vocab_size": V,
+                "config": unit_config(g, Unit("SST2", "transformer", v, f"seed-{seed}")), "finished_at": "t",
+                "command": f"complexorder ablate --seeds {seed} ({v.label})"}
+
+    paper = tmp_path / "paper.jsonl"
+    paper.write_text("".join(json.dumps(record(grid, base, s, a)) + "\n" for s, a in ((1, 0.70), (2, 0.72))))
+    explore = tmp_path / "explore.jsonl"
+    explore.write_text("".join(json.dumps(record(real_grid, real, s, a)) + "\n" for s, a in ((1, 0.75), (2, 0.73))))
+    out = tmp_path / "t.md"
+    assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(paper),
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| complex-order | r e^{i ω pos} | × |" in text and "0.710 ± 0.014 | 2 |" in text
+    # +0.05 and +0.01 on seeds 1, 2: +0.030 to complex-order, which it extends by the setting alone
+    assert ("| complex-order, real attention score | × | complex-order: — | attention_score = 'real' | 1.00M | "
+            "0.740 ± 0.014 | 2 | +0.030 (n=2) | complex-order | +0.030 (n=2) |") in text
+    assert "complexorder ablate --seeds 2 (complex-order)" in text  # both files' commands are listed
+    assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(tmp_path / "nope.jsonl"),
+                 "--out", str(out)]) == 2
+    assert f"results file {tmp_path / 'nope.jsonl'} does not exist" in capsys.readouterr().err

@@ -14,6 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_grid_arguments(a, "table4")
     a.add_argument("--out", default="benchmarks/results/table4.md", help="Markdown table to write")
     a.add_argument("--report-only", action="store_true", help="only render the table from the results file")
+    a.add_argument("--also-results", action="append", default=[], metavar="FILE",
+                   help="render the records of this results file too (repeatable), e.g. "
+                        "benchmarks/results/table4.jsonl beside an explore config's rows, so they pair by seed")
     a.set_defaults(func=run_ablate)
 
     i = sub.add_parser("inspect", help="what a complex-order classifier learned: δ density, Table 7, word waves",
@@ -36,7 +39,7 @@ def run_ablate(args: argparse.Namespace) -> int:
         code = run_classify(args, "ablation")
         if args.dry_run:
             return code
-    write_table4([grid.results], args.out)
+    write_table4([grid.results, *args.also_results], args.out)
     print(f"wrote {args.out}")
     return 0
 
