@@ -61,6 +61,23 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint at all")
     with pytest.raises(ValueError, match="could not be read"):
         load_checkpoint(tmp_path / "bad.pt")
+    # a pickle of something other than tensors: the unpickler's reason, never torch's advice to load it
+    # with weights_only=False; a truncated checkpoint: the first sentence of torch's reason, one line
+    import pickle
+    (tmp_path / "pickle.pt").write_bytes(pickle.dumps(object))
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(tmp_path / "pickle.pt")
+    message = str(info.value)
+    assert message.startswith(f"checkpoint {tmp_path / 'pickle.pt'} could not be read (corrupted or not a PyTorch "
+                              "file): a weights-only load refuses its contents (")
+    assert message.endswith("); complexorder checkpoints hold tensors and plain values only")
+    assert "weights_only" not in message and "\n" not in message
+    data = path.read_bytes()
+    (tmp_path / "truncated.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(tmp_path / "truncated.pt")
+    assert "\n" not in str(info.value) and "could not be read (corrupted or not a PyTorch file): " in str(info.value)
+    assert len(str(info.value)) < 300
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

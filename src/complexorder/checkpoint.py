@@ -136,6 +136,19 @@ def save_checkpoint(path: str | Path, kind: str, model_state: dict, config: dict
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def _load_failure(exc: BaseException) -> str:
+    """The reason in torch's error for a file it cannot load, in one short line. torch's weights-only refusal
+    advises ``weights_only=False``, which this project never does: only the unpickler's own reason is kept."""
+    text = str(exc).strip()
+    if "WeightsUnpickler error:" in text:
+        detail = " ".join(text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation")[0].split())
+        return f"a weights-only load refuses its contents ({detail}); complexorder checkpoints hold tensors and plain values only"
+    if not text:
+        return type(exc).__name__
+    first = text.splitlines()[0]
+    return first.split(". ")[0].rstrip(".") if ". " in first else first
+
+
 def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None) -> dict:
     """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error."""
     path = Path(path)
@@ -144,8 +157,8 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): {first}") from None
+        raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): "
+                         f"{_load_failure(exc)}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
     kinds = (kind,) if isinstance(kind, str) else kind
