@@ -135,15 +135,19 @@ def test_inspect_bad_input(tmp_path):
         inspect_checkpoint(tmp_path / "nosettings.pt", tmp_path / "o")
 
 
+def ablation_record(grid: GridConfig, variant: Variant, seed: int, accuracy: float, parameters: int = 123,
+                    command: str | None = None) -> dict:
+    """A results-file record of one Table 4 unit, as the runner writes it (the fields the report reads)."""
+    record = {"dataset": "SST2", "model": "transformer", "variant": variant.label, "split": f"seed-{seed}",
+              "test_accuracy": accuracy, "parameters": parameters, "vocab_size": V,
+              "config": unit_config(grid, Unit("SST2", "transformer", variant, f"seed-{seed}")), "finished_at": "t"}
+    return record if command is None else {**record, "command": command}
+
+
 def test_table4_rendering_with_deltas():
     grid = ablation_grid()
-    records = []
-    for i, variant in enumerate(grid.resolved_variants()[:3]):
-        for seed in (1, 2):
-            config = unit_config(grid, Unit("SST2", "transformer", variant, f"seed-{seed}"))
-            records.append({"dataset": "SST2", "model": "transformer", "variant": variant.label, "split": f"seed-{seed}",
-                            "test_accuracy": 0.80 - 0.01 * i + 0.002 * seed, "parameters": 123, "vocab_size": V,
-                            "config": config, "finished_at": "t"})
+    records = [ablation_record(grid, variant, seed, 0.80 - 0.01 * i + 0.002 * seed)
+               for i, variant in enumerate(grid.resolved_variants()[:3]) for seed in (1, 2)]
     text = render_table4(records)
     assert "| complex-order | r e^{i ω pos} | × | 0.00M |" in text
     assert "0.793 ± 0.001 | 2 | -0.010 | 0.785 | -0.028 |" in text
@@ -152,11 +156,8 @@ def test_table4_rendering_with_deltas():
     # a variant that is not a paper row (positions counted from 1) gets its own table, out of the ordering checks
     extra = Variant("complex-order, positions from 1", "complex-order",
                                                   {"first_position": 1})
-    for seed, acc in ((1, 0.90), (2, 0.92), (7, 0.50)):  # seed 7 has no complex-order pair
-        config = unit_config(grid, Unit("SST2", "transformer", extra, f"seed-{seed}"))
-        records.append({"dataset": "SST2", "model": "transformer", "variant": extra.label, "split": f"seed-{seed}",
-                        "test_accuracy": acc, "parameters": 2_500_000, "vocab_size": V, "config": config,
-                        "finished_at": "t"})
+    # seed 7 has no complex-order pair
+    records += [ablation_record(grid, extra, seed, acc, 2_500_000) for seed, acc in ((1, 0.90), (2, 0.92), (7, 0.50))]
     text = render_table4(records)
     # complex-order: 0.802 and 0.804 on seeds 1, 2; the extra row 0.90, 0.92, 0.50 (mean 0.773 ± 0.237):
     # Δ on the paired seeds 1, 2 = mean(0.098, 0.116) = +0.107
@@ -167,12 +168,8 @@ def test_table4_rendering_with_deltas():
     # {amplitude_sharing: word} is the largest proper subset of {amplitude_sharing: word, first_position: 1}
     word = next(v for v in grid.resolved_variants() if v.label == "word-sharing amplitude")
     both = Variant("word-sharing amplitude, positions from 1", "complex-order", {**word.options, "first_position": 1})
-    for v, accs in ((word, (0.70, 0.74)), (both, (0.75, 0.80))):
-        for seed, acc in zip((1, 2), accs):
-            config = unit_config(grid, Unit("SST2", "transformer", v, f"seed-{seed}"))
-            records.append({"dataset": "SST2", "model": "transformer", "variant": v.label, "split": f"seed-{seed}",
-                            "test_accuracy": acc, "parameters": 1_000_000, "vocab_size": V, "config": config,
-                            "finished_at": "t"})
+    records += [ablation_record(grid, v, seed, acc, 1_000_000)
+                for v, accs in ((word, (0.70, 0.74)), (both, (0.75, 0.80))) for seed, acc in zip((1, 2), accs)]
     text = render_table4(records)
     # to complex-order (0.802, 0.804): mean(-0.052, -0.004) = -0.028; to word-sharing amplitude: mean(0.05, 0.06) = +0.055
     assert ("| word-sharing amplitude, positions from 1 | × | complex-order: amplitude_sharing = 'word', first_position = 1 "
@@ -191,11 +188,7 @@ def test_table4_rendering_with_deltas():
     real_grid = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="real"))
     phases = next(v for v in grid.resolved_variants() if v.label == "adding initial phases")
     real = Variant("adding initial phases, real attention score", "complex-order", dict(phases.options))
-    for seed, acc in ((1, 0.83), (2, 0.80)):
-        config = unit_config(real_grid, Unit("SST2", "transformer", real, f"seed-{seed}"))
-        records.append({"dataset": "SST2", "model": "transformer", "variant": real.label, "split": f"seed-{seed}",
-                        "test_accuracy": acc, "parameters": 3_000_000, "vocab_size": V, "config": config,
-                        "finished_at": "t"})
+    records += [ablation_record(real_grid, real, seed, acc, 3_000_000) for seed, acc in ((1, 0.83), (2, 0.80))]
     text = render_table4(records)
     # adding initial phases: 0.792, 0.794; the row 0.83, 0.80: Δ = mean(0.038, 0.006) = +0.022;
     # to complex-order (0.802, 0.804): mean(0.028, -0.004) = +0.012
@@ -266,10 +259,7 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     real = Variant("complex-order, real attention score", "complex-order")
 
     def record(g, v, seed, acc):
-        return {"dataset": "SST2", "model": "transformer", "variant": v.label, "split": f"seed-{seed}",
-                "test_accuracy": acc, "parameters": 1_000_000, "vocab_size": V,
-                "config": unit_config(g, Unit("SST2", "transformer", v, f"seed-{seed}")), "finished_at": "t",
-                "command": f"complexorder ablate --seeds {seed} ({v.label})"}
+        return ablation_record(g, v, seed, acc, 1_000_000, command=f"complexorder ablate --seeds {seed} ({v.label})")
 
     paper = tmp_path / "paper.jsonl"
     paper.write_text("".join(json.dumps(record(grid, base, s, a)) + "\n" for s, a in ((1, 0.70), (2, 0.72))))
