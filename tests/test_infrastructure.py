@@ -64,7 +64,7 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
     # a pickle of something other than tensors: the unpickler's reason, never torch's advice to load it
     # with weights_only=False; a truncated checkpoint: the first sentence of torch's reason, one line
     import pickle
-    (tmp_path / "pickle.pt").write_bytes(pickle.dumps(object))
+    (tmp_path / "pickle.pt").write_bytes(pickle.dumps(object, protocol=2))
     with pytest.raises(ValueError) as info:
         load_checkpoint(tmp_path / "pickle.pt")
     message = str(info.value)
