@@ -2,33 +2,66 @@
 
 Every number comes from the JSON lines the runs wrote: each run's results.jsonl (training) and the
 evaluations in RUNS/eval_train_lengths.jsonl (training lengths, 64/64). ``--also DIR`` adds the runs of
-another directory laid out the same way (e.g. Table 6's own seed-1111 runs, when they are on disk).
+another directory laid out the same way. The per-run summaries are also kept in a committed JSON-lines
+file (``--records``, default benchmarks/results/table6_seeds.jsonl): runs found on disk replace their
+record there, records of runs no longer on disk are kept, so the table can be extended in a later
+session (run directories are not committed) and re-rendered from the committed file alone.
+
+A run is labelled by its embedding, plus the frequency learning-rate scale when it is not 1 (an
+ablation of complex-order). Each variant is compared with vanilla on the seeds both ran (paired
+differences, one-sided Wilcoxon signed-rank test of "below vanilla"); an ablation also with its base
+variant.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import tempfile
 from pathlib import Path
+
+from scipy.stats import wilcoxon
 
 from make_table6 import VARIANTS, read_jsonl  # this directory is on sys.path when run as a script
 
 
+def label_of(embedding: str, config: dict) -> str:
+    scale = config["train"].get("frequency_lr_scale", 1.0)
+    return embedding if scale == 1.0 else f"{embedding}, frequency lr x{scale:g}"
+
+
 def collect(runs: Path) -> dict[tuple[str, int], dict]:
-    """(variant, seed) -> the run's last evaluation and training summary."""
+    """(label, seed) -> the run's last evaluation and training summary."""
     out = {}
     for ev in read_jsonl(runs / "eval_train_lengths.jsonl"):
         run = Path(ev["checkpoint"]).parent
         train = read_jsonl(run / "results.jsonl")
         valid = [r for r in train if r.get("event") == "valid"]
         steps = [r for r in train if r.get("event") == "train"]
-        out[(ev["embedding"], ev["config"]["train"]["seed"])] = {
+        label, seed = label_of(ev["embedding"], ev["config"]), ev["config"]["train"]["seed"]
+        out[(label, seed)] = {
+            "label": label, "seed": seed, "embedding": ev["embedding"],
             "run": str(run), "valid_bpc": ev["valid_bpc"], "test_bpc": ev["test_bpc"], "parameters": ev["parameters"],
-            "step": ev["step"], "config": ev["config"],
+            "step": ev["step"], "config": ev["config"], "eval": ev["eval"],
             "train_minutes": valid[-1]["train_seconds"] / 60 if valid else None,
             "chars_per_second": sum(r["chars_per_second"] for r in steps) / len(steps) if steps else None,
         }
     return out
+
+
+def load_records(path: Path) -> dict[tuple[str, int], dict]:
+    return {(r["label"], r["seed"]): r for r in read_jsonl(path)}
+
+
+def save_records(path: Path, records: dict[tuple[str, int], dict]) -> None:
+    """Atomically: a temporary file in the same directory, then a rename."""
+    text = "".join(json.dumps(records[k], sort_keys=True) + "\n" for k in sorted(records))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def mean_std(xs: list[float]) -> str:
@@ -37,31 +70,52 @@ def mean_std(xs: list[float]) -> str:
     return f"{statistics.mean(xs):.3f}" + (f" ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else "")
 
 
+def paired(results: dict, label: str, base: str) -> tuple[str, str, str]:
+    """Per-seed differences label − base, their mean, and the one-sided Wilcoxon p of "label below base"."""
+    seeds = sorted(s for (v, s) in results if v == label and (base, s) in results)
+    if not seeds:
+        return "—", "—", "—"
+    diffs = [results[(label, s)]["test_bpc"] - results[(base, s)]["test_bpc"] for s in seeds]
+    text = ", ".join(f"{d:+.3f} ({s})" for s, d in zip(seeds, diffs))
+    p = wilcoxon(diffs, alternative="less").pvalue if len(diffs) >= 2 and any(diffs) else None
+    return text, f"{statistics.mean(diffs):+.3f}", "—" if p is None else f"{p:.3g} (n={len(diffs)})"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", default="runs/lm/seeds")
     ap.add_argument("--also", action="append", default=[], help="another run directory laid out the same way")
+    ap.add_argument("--records", default="benchmarks/results/table6_seeds.jsonl",
+                    help="committed per-run summaries: read, updated from the runs on disk, written back")
     ap.add_argument("--out", default="benchmarks/results/table6_seeds.md")
     ap.add_argument("--notes", default=None, help="hand-written section appended to the table (Markdown file)")
     args = ap.parse_args()
-    results: dict[tuple[str, int], dict] = {}
+    records_path = Path(args.records)
+    results = load_records(records_path)
     for d in [args.runs, *args.also]:
         results.update(collect(Path(d)))
     if not results:
-        raise SystemExit(f"no evaluations in {args.runs}/eval_train_lengths.jsonl: run benchmarks/lm/run_table6_seeds.sh")
+        raise SystemExit(f"no evaluations in {args.runs}/eval_train_lengths.jsonl nor records in {records_path}: "
+                         "run benchmarks/lm/run_table6_seeds.sh")
+    save_records(records_path, results)
     seeds = sorted({s for _, s in results})
-    cfg = next(iter(results.values()))["config"]
+    labels = [v for v in VARIANTS if any(k[0] == v for k in results)]
+    labels += sorted({v for v, _ in results} - set(VARIANTS))
+    cfg = results[("vanilla", seeds[0])]["config"] if ("vanilla", seeds[0]) in results else next(iter(results.values()))["config"]
     m, t = cfg["model"], cfg["train"]
     lines = ["# Table 6 across seeds — character-level LM on the proxy corpus, CPU", "",
              f"The three Transformer-XL variants of `table6.md` (config `proxy_cpu`: {m['n_layer']} layers, d_model "
              f"{m['d_model']}, {t['max_steps']:,} steps of {t['batch_size']} x {t['tgt_len']} characters; complex-order "
              "with positions restarting in every segment and frequencies starting at 0, as chosen on validation for "
-             "Table 6), trained with other seeds. Each row: the weights with the best validation BPC during training, "
-             "evaluated on the full valid and test splits with the training lengths (segments of 64, memory 64). "
-             "One thread per training, two trainings at a time on a 2-core CPU.", "",
+             "Table 6), trained with other seeds; a label with \"frequency lr x0.1\" is complex-order with the "
+             "frequencies' learning rate scaled by 0.1 (`--set train.frequency_lr_scale=0.1`), everything else "
+             "equal. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
+             "and test splits with the training lengths (segments of 64, memory 64). One thread per training, two "
+             "trainings at a time on a 2-core CPU. The per-run summaries behind this table are in "
+             f"`{records_path.as_posix()}`.", "",
              "| variant | seed | parameters | best step | valid BPC | **test BPC** | training time | chars/s |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for v in VARIANTS:
+    for v in labels:
         for s in seeds:
             r = results.get((v, s))
             if r is None:
@@ -71,37 +125,36 @@ def main() -> None:
             lines.append(f"| {v} | {s} | {r['parameters']:,} | {r['step']:,} | {r['valid_bpc']:.3f} | **{r['test_bpc']:.3f}** | "
                          f"{minutes} | {cps} |")
     lines += ["", "## Over seeds", "",
-              "Mean ± sample standard deviation of test BPC over the seeds each variant was run on, and the paired "
-              "difference to vanilla on each seed (negative: below vanilla, the paper's direction).", "",
-              "| variant | seeds | test BPC | valid BPC | test BPC − vanilla, per seed | mean difference |",
-              "|---|---:|---:|---:|---|---:|"]
-    for v in VARIANTS:
+              "Mean ± sample standard deviation of test BPC over the seeds each variant was run on; the paired "
+              "difference to a reference on each seed both ran (negative: below it, the paper's direction for "
+              "complex-order against vanilla) and the one-sided Wilcoxon signed-rank p of \"below\" (scipy, exact; "
+              "with n pairs it cannot be smaller than 1/2^n).", "",
+              "| variant | seeds | test BPC | valid BPC | reference | test BPC − reference, per seed | mean difference | p (below) |",
+              "|---|---:|---:|---:|---|---|---:|---:|"]
+    for v in labels:
         mine = [s for s in seeds if (v, s) in results]
-        if not mine:
-            continue
         tests = [results[(v, s)]["test_bpc"] for s in mine]
         valids = [results[(v, s)]["valid_bpc"] for s in mine]
-        if v == "vanilla":
-            diff_text, mean_diff = "—", "—"
-        else:
-            diffs = {s: results[(v, s)]["test_bpc"] - results[("vanilla", s)]["test_bpc"] for s in mine
-                     if ("vanilla", s) in results}
-            diff_text = ", ".join(f"{d:+.3f} (seed {s})" for s, d in diffs.items()) or "—"
-            mean_diff = f"{statistics.mean(diffs.values()):+.3f}" if diffs else "—"
-        lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | {diff_text} | {mean_diff} |")
+        refs = [] if v == "vanilla" else ["vanilla"] + ([results[(v, mine[0])]["embedding"]] if v not in VARIANTS else [])
+        if not refs:
+            lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — |")
+        for i, ref in enumerate(refs):
+            head = f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)}" if i == 0 else "| | | |"
+            lines.append(f"{head} | {ref} | " + " | ".join(paired(results, v, ref)) + " |")
     lines += ["", "## Commands", "", "```bash",
-              f"benchmarks/lm/run_table6_seeds.sh ../shared/data {args.runs} '{' '.join(map(str, seeds))}'",
+              f"benchmarks/lm/run_table6_seeds.sh ../shared/data {args.runs} 'SEEDS'",
               "# which runs, for each variant v and seed s:",
               f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {args.runs}/corpus --out {args.runs}/v-ss "
               "--embedding v --set train.seed=s   # complex-order: also --set model.frequency_init=zeros",
+              "#   (frequency lr x0.1 rows: complex-order with also --set train.frequency_lr_scale=0.1)",
               f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {args.runs}/v-ss/best.pt --corpus {args.runs}/corpus "
               f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {args.runs}/eval_train_lengths.jsonl",
-              f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --out {args.out}"
+              f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --records {records_path.as_posix()} --out {args.out}"
               + (f" --notes {args.notes}" if args.notes else ""), "```", ""]
     if args.notes:
         lines += [Path(args.notes).read_text().rstrip(), ""]
     Path(args.out).write_text("\n".join(lines))
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out} and {records_path}")
 
 
 if __name__ == "__main__":

@@ -4,25 +4,29 @@
 # again with other seeds, each evaluated with the training lengths (64/64) on valid and test. Table 6's own
 # runs use the config's seed 1111; this adds seeds 2 and 3 by default. Two trainings at a time, one thread
 # each; resumable (finished runs are skipped, interrupted ones resume from last.pt).
+# FREQ_LR=0.1 also trains the ablation "complex-order with the frequencies' learning rate x0.1" on every seed
+# (run directories complex-order-flr0.1-sS).
 #
-# Usage (from the repository root): benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
+# Usage (from the repository root): [FREQ_LR=0.1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
 set -euo pipefail
 SHARED=${1:-../shared/data}
 RUNS=${2:-runs/lm/seeds}
 SEEDS=${3:-2 3}
 CO=${CO:-.venv/bin/complexorder}
 PY=${PY:-.venv/bin/python}
+FREQ_LR=${FREQ_LR:-}
 export OMP_NUM_THREADS=1
 
 mkdir -p "$RUNS"
 [[ -f $RUNS/corpus/manifest.json ]] || $CO lm build-corpus --source-dir "$SHARED" --out "$RUNS/corpus"
 
-train() {  # variant seed [extra arguments]
+train() {  # variant seed [extra arguments]; variant complex-order-flrX is complex-order with frequency lr xX
   local v=$1 s=$2; shift 2
-  local run=$RUNS/$v-s$s
+  local run=$RUNS/$v-s$s embedding=$v
+  if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
   [[ -f $run.done ]] && return 0
   local resume=""; [[ -f $run/last.pt ]] && resume="--resume"
-  $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$run" --embedding "$v" --set "train.seed=$s" "$@" \
+  $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$run" --embedding "$embedding" --set "train.seed=$s" "$@" \
      --no-progress $resume >> "$run.train.log" 2>&1 && touch "$run.done"
 }
 evaluate() {  # variant seed
@@ -34,7 +38,8 @@ evaluate() {  # variant seed
 }
 
 ( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s" --set model.frequency_init=zeros; done ) &
-( for s in $SEEDS; do train complex-vanilla "$s"; done ) &
+( for s in $SEEDS; do train complex-vanilla "$s"; done
+  if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi ) &
 wait
-for s in $SEEDS; do for v in vanilla complex-vanilla complex-order; do evaluate "$v" "$s"; done; done
+for s in $SEEDS; do for v in vanilla complex-vanilla complex-order ${FREQ_LR:+complex-order-flr$FREQ_LR}; do evaluate "$v" "$s"; done; done
 $PY benchmarks/lm/make_table6_seeds.py --runs "$RUNS" --out benchmarks/results/table6_seeds.md
