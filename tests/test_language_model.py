@@ -86,6 +86,90 @@ def test_relative_attention_equals_the_equation_written_out():
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("score", ["modulus", "real"])
+def test_complex_relative_attention_equals_the_equation_written_out(score):
+    """Complex states [Re; Im]: AC = (q + r_w) . conj(k), BD = (q + r_r) . W_r R, in complex arithmetic."""
+    torch.manual_seed(1)
+    H, Dh, d, B, q, m = 2, 3, 6, 2, 3, 4
+    attn = RelPartialLearnableAttention(H, d, Dh, dropout=0.0, score=score).eval()
+    h, mem = torch.randn(B, q, d, dtype=torch.complex64), torch.randn(B, m, d, dtype=torch.complex64)
+    r_w, r_r = torch.randn(H, Dh), torch.randn(H, Dh)
+    k_len = q + m
+    r = relative_position_encoding(k_len, d)
+    out = attn(torch.stack([h.real, h.imag]), r, r_w, r_r, causal_memory_mask(q, m),
+               torch.stack([mem.real, mem.imag]))
+    cat = torch.cat([mem, h], 1)
+    wq, wk, wv = (w.to(torch.complex64) for w in attn.qkv_net.weight.chunk(3, 0))
+    bias_w, bias_r = r_w * (1 + 1j), r_r * (1 + 1j)  # the real bias added to both parts of the query
+    expected = torch.zeros(B, q, H * Dh, dtype=torch.complex64)
+    for b in range(B):
+        for n in range(H):
+            rows = slice(n * Dh, (n + 1) * Dh)
+            for i in range(q):
+                qi = wq[rows] @ h[b, i]
+                scores = torch.full((k_len,), float("-inf"))
+                for j in range(m + i + 1):
+                    rel = (attn.r_net.weight[rows] @ r[k_len - 1 - (m + i - j)]).to(torch.complex64)
+                    ac = ((qi + bias_w[n]) * (wk[rows] @ cat[b, j]).conj()).sum()
+                    bd = ((qi + bias_r[n]) * rel).sum()
+                    s = ac.abs() + bd.abs() if score == "modulus" else ac.real + bd.real
+                    scores[j] = s / math.sqrt(Dh)
+                expected[b, i, rows] = torch.softmax(scores, 0).to(torch.complex64) @ (cat[b] @ wv[rows].T)
+    wo = attn.o_net.weight.to(torch.complex64)
+    res = h + expected @ wo.T
+    torch.testing.assert_close(out, torch.stack([attn.layer_norm(res.real), attn.layer_norm(res.imag)]),
+                               atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("embedding", ["complex-vanilla", "complex-order"])
+def test_complex_network_streams_memory_and_parameters(embedding):
+    model = tiny(embedding, network="complex", mem_len=40)
+    # same weights as the real network, plus the embedding's width doubled (d_model complex dimensions)
+    real = tiny(embedding)
+    count = lambda mdl: sum(p.numel() for p in mdl.parameters())  # noqa: E731
+    # per word and complex dimension: amplitude and frequency (complex-order) or amplitude and phase
+    assert count(model) == count(real) + 27 * 2 * (16 - 8)
+    assert model.word_emb.amplitude.shape == (27, 16) and model.emb_proj is None
+    stream = torch.randint(0, 27, (3, 40))
+    whole, memory = model(stream)
+    assert [tuple(x.shape) for x in memory.hidden] == [(2, 3, 40, 16)] * 2
+    parts, memory = [], None
+    for start in range(0, 40, 8):
+        logits, memory = model(stream[:, start:start + 8], memory)
+        parts.append(logits)
+    torch.testing.assert_close(torch.cat(parts, 1), whole, atol=1e-5, rtol=1e-4)
+    # no leakage from the future, with a memory
+    x = stream[:, :6]
+    logits, _ = model(x, memory)
+    for t in range(6):
+        changed = x.clone()
+        changed[:, t:] = (changed[:, t:] + 1) % 27
+        torch.testing.assert_close(model(changed, memory)[0][:, :t], logits[:, :t], atol=0, rtol=0)
+    # the read-out is the modulus of the last layer's output
+    h = model.embed(x, torch.arange(6))
+    for layer in model.layers:
+        h = layer(h, relative_position_encoding(6, 16), model.r_w_bias, model.r_r_bias, causal_memory_mask(6, 0))
+    torch.testing.assert_close(model(x)[0], model.out(torch.sqrt(h[0] ** 2 + h[1] ** 2)), atol=1e-5, rtol=1e-5)
+    assert "network='complex'" in repr(model)
+
+
+def test_complex_network_config_errors():
+    with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex embedding \('complex-vanilla' "
+                                         r"or 'complex-order'\), got 'vanilla'$"):
+        tiny("vanilla", network="complex")
+    with pytest.raises(ValueError, match=r"^model.d_embed must be unset with model.network = 'complex' \(the "
+                                         r"embedding has d_model = 16 complex dimensions\), got 20$"):
+        tiny("complex-order", network="complex", d_embed=20)
+    with pytest.raises(ValueError, match=r"^model.network must be 'real' or 'complex', got 'two'$"):
+        tiny("complex-order", network="two")
+    with pytest.raises(ValueError, match=r"^model.attention_score applies to model.network = 'complex' only$"):
+        tiny("complex-order", attention_score="real")
+    model = tiny("complex-order", network="complex")
+    _, memory = model(torch.randint(0, 27, (2, 4)))
+    with pytest.raises(ValueError, match=r"does not fit a batch of 3 rows and d_model=16; expected \[2, 3, mlen, 16\]"):
+        model(torch.randint(0, 27, (3, 4)), memory)
+
+
 @pytest.mark.parametrize("same_length", [False, True])
 def test_no_leakage_from_the_future_across_memory_and_segment(same_length):
     model = tiny("complex-order", same_length=same_length)

@@ -7,8 +7,9 @@ file (``--records``, default benchmarks/results/table6_seeds.jsonl): runs found 
 record there, records of runs no longer on disk are kept, so the table can be extended in a later
 session (run directories are not committed) and re-rendered from the committed file alone.
 
-A run is labelled by its embedding, plus the frequency learning-rate scale when it is not 1 (an
-ablation of complex-order). Each variant is compared with vanilla on the seeds both ran (paired
+A run is labelled by its embedding, plus "complex network" (``model.network = "complex"``: complex
+hidden states through the whole network, as the authors' Transformer-XL code) and the frequency
+learning-rate scale when it is not 1. Each variant is compared with vanilla on the seeds both ran (paired
 differences, one-sided Wilcoxon signed-rank test of "below vanilla"); an ablation also with its base
 variant.
 """
@@ -28,8 +29,15 @@ from make_table6 import VARIANTS, read_jsonl  # this directory is on sys.path wh
 
 
 def label_of(embedding: str, config: dict) -> str:
+    """The embedding, plus what differs from the Table 6 setting: complex network, frequency lr scale."""
+    parts = [embedding]
+    if config["model"].get("network", "real") == "complex":
+        score = config["model"].get("attention_score", "modulus")
+        parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
     scale = config["train"].get("frequency_lr_scale", 1.0)
-    return embedding if scale == 1.0 else f"{embedding}, frequency lr x{scale:g}"
+    if scale != 1.0:
+        parts.append(f"frequency lr x{scale:g}")
+    return ", ".join(parts)
 
 
 def collect(runs: Path) -> dict[tuple[str, int], dict]:
@@ -107,9 +115,12 @@ def main() -> None:
              f"The three Transformer-XL variants of `table6.md` (config `proxy_cpu`: {m['n_layer']} layers, d_model "
              f"{m['d_model']}, {t['max_steps']:,} steps of {t['batch_size']} x {t['tgt_len']} characters; complex-order "
              "with positions restarting in every segment and frequencies starting at 0, as chosen on validation for "
-             "Table 6), trained with other seeds; a label with \"frequency lr x0.1\" is complex-order with the "
-             "frequencies' learning rate scaled by 0.1 (`--set train.frequency_lr_scale=0.1`), everything else "
-             "equal. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
+             "Table 6), trained with other seeds. Labels name what differs from that setting, everything else "
+             "equal: \"complex network\" keeps the hidden states complex through every layer (`--set "
+             "model.network=complex`: d_model = 128 complex dimensions, one real weight set applied to both "
+             "parts, attention score |AC| + |BD|, modulus read-out; the authors' Transformer-XL design) instead "
+             "of feeding [Re, Im] to the real network; \"frequency lr x0.1\" scales the frequencies' learning "
+             "rate by 0.1 (`--set train.frequency_lr_scale=0.1`). Each row: the weights with the best validation BPC during training, evaluated on the full valid "
              "and test splits with the training lengths (segments of 64, memory 64). One thread per training, two "
              "trainings at a time on a 2-core CPU. The per-run summaries behind this table are in "
              f"`{records_path.as_posix()}`.", "",
@@ -136,6 +147,8 @@ def main() -> None:
         tests = [results[(v, s)]["test_bpc"] for s in mine]
         valids = [results[(v, s)]["valid_bpc"] for s in mine]
         refs = [] if v == "vanilla" else ["vanilla"] + ([results[(v, mine[0])]["embedding"]] if v not in VARIANTS else [])
+        if v.startswith("complex-order, complex network"):
+            refs.append(v.replace("complex-order", "complex-vanilla", 1))
         if not refs:
             lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — |")
         for i, ref in enumerate(refs):
@@ -146,7 +159,8 @@ def main() -> None:
               "# which runs, for each variant v and seed s:",
               f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {args.runs}/corpus --out {args.runs}/v-ss "
               "--embedding v --set train.seed=s   # complex-order: also --set model.frequency_init=zeros",
-              "#   (frequency lr x0.1 rows: complex-order with also --set train.frequency_lr_scale=0.1)",
+              "#   complex network rows: also --set model.network=complex; frequency lr x0.1 rows: complex-order with "
+              "also --set train.frequency_lr_scale=0.1",
               f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {args.runs}/v-ss/best.pt --corpus {args.runs}/corpus "
               f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {args.runs}/eval_train_lengths.jsonl",
               f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --records {records_path.as_posix()} --out {args.out}"

@@ -5,9 +5,12 @@
 # runs use the config's seed 1111; this adds seeds 2 and 3 by default. Two trainings at a time, one thread
 # each; resumable (finished runs are skipped, interrupted ones resume from last.pt).
 # FREQ_LR=0.1 also trains the ablation "complex-order with the frequencies' learning rate x0.1" on every seed
-# (run directories complex-order-flr0.1-sS).
+# (run directories complex-order-flr0.1-sS). COMPLEX_NETWORK=1 also trains complex-order and complex-vanilla
+# with complex hidden states through the whole network (--set model.network=complex; run directories
+# complex-order-cnet-sS, complex-vanilla-cnet-sS; about twice the compute of a real-network run).
 #
-# Usage (from the repository root): [FREQ_LR=0.1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
+# Usage (from the repository root):
+#   [FREQ_LR=0.1] [COMPLEX_NETWORK=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
 set -euo pipefail
 SHARED=${1:-../shared/data}
 RUNS=${2:-runs/lm/seeds}
@@ -15,6 +18,7 @@ SEEDS=${3:-2 3}
 CO=${CO:-.venv/bin/complexorder}
 PY=${PY:-.venv/bin/python}
 FREQ_LR=${FREQ_LR:-}
+COMPLEX_NETWORK=${COMPLEX_NETWORK:-}
 export OMP_NUM_THREADS=1
 
 mkdir -p "$RUNS"
@@ -24,6 +28,7 @@ train() {  # variant seed [extra arguments]; variant complex-order-flrX is compl
   local v=$1 s=$2; shift 2
   local run=$RUNS/$v-s$s embedding=$v
   if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
+  if [[ $v == *-cnet ]]; then embedding=${v%-cnet}; set -- "$@" --set model.network=complex; fi
   [[ -f $run.done ]] && return 0
   local resume=""; [[ -f $run/last.pt ]] && resume="--resume"
   $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$run" --embedding "$embedding" --set "train.seed=$s" "$@" \
@@ -41,5 +46,13 @@ evaluate() {  # variant seed
 ( for s in $SEEDS; do train complex-vanilla "$s"; done
   if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi ) &
 wait
-for s in $SEEDS; do for v in vanilla complex-vanilla complex-order ${FREQ_LR:+complex-order-flr$FREQ_LR}; do evaluate "$v" "$s"; done; done
+if [[ -n $COMPLEX_NETWORK ]]; then
+  ( for s in $SEEDS; do train complex-order-cnet "$s" --set model.frequency_init=zeros; done ) &
+  ( for s in $SEEDS; do train complex-vanilla-cnet "$s"; done ) &
+  wait
+fi
+for s in $SEEDS; do
+  for v in vanilla complex-vanilla complex-order ${FREQ_LR:+complex-order-flr$FREQ_LR} \
+           ${COMPLEX_NETWORK:+complex-order-cnet complex-vanilla-cnet}; do evaluate "$v" "$s"; done
+done
 $PY benchmarks/lm/make_table6_seeds.py --runs "$RUNS" --out benchmarks/results/table6_seeds.md

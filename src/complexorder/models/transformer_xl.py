@@ -15,10 +15,27 @@ embedding with our proposed embedding under the same setting"):
 ``"complex-order"``    ``r_j exp(i w_j pos)`` (paper Eq. 5 without initial phases)
 =====================  ======================================================================
 
-A complex embedding of ``D = d_embed / 2`` complex dimensions enters the real network as
-``[Re z, Im z]`` (:func:`complexorder.complex_to_real`, paper appendix C), so all three variants
-feed ``d_embed`` real features to identical layers and have the same parameter count (with
-``d_embed != d_model`` a bias-free projection follows, as in Dai et al.'s adaptive input).
+**How a complex embedding enters the network** (``network``):
+
+- ``"real"`` (default): an embedding of ``D = d_embed / 2`` complex dimensions enters Dai et al.'s
+  real network as ``[Re z, Im z]`` (:func:`complexorder.complex_to_real`, paper appendix C), so all
+  three variants feed ``d_embed`` real features to identical layers and have the same parameter
+  count (with ``d_embed != d_model`` a bias-free projection follows, as in Dai et al.'s adaptive
+  input).
+- ``"complex"``: the hidden states stay complex, ``d_model`` complex dimensions, as in the authors'
+  released Transformer-XL code. The embedding has ``d_model`` complex dimensions; every layer applies
+  its real weights to the real and the imaginary part alike (one weight set, so the parameter count
+  is the real network's plus the embedding's frequencies), LayerNorm and ReLU act on each part, and
+  attention scores are complex: the content term ``(q_i + r_w) . conj(k_j)`` (the Hermitian product,
+  so a pair's score depends on its phase difference, i.e. on ``w (pos_i - pos_j)``) and the position
+  term ``(q_i + r_r) . W_r R_{i-j}`` (``R`` is real), each read out by its modulus,
+  ``|AC| + |BD|`` as in the authors' code (``attention_score="modulus"``), or both by their real
+  part (``"real"``). The biases ``r_w``, ``r_r`` are added to the real and the imaginary part of the
+  query, as the authors do. The output layer reads the modulus ``|h|`` of the last hidden state.
+  Two deviations from the authors' code, both fixes: it multiplies ``q . k`` without the conjugate
+  and its imaginary content term adds ``Re q . Im k`` twice (instead of ``Im q . Re k``); and it
+  divides the read-out modulus by 1.5, dropped here (the output layer learns any scale). About twice
+  the real network's compute (two parts per layer, complex scores).
 
 **Positions in a stream.** Transformer-XL reads an unbounded stream segment after segment, and
 the memory holds hidden states that were computed when their tokens were embedded. For the
@@ -100,6 +117,8 @@ class TransformerXLConfig:
     init_std: float = 0.02
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"  # complex-order only
     position_mode: Literal["stream", "segment"] = "stream"  # see the module docstring
+    network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
+    attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
 
 
 def check_config(cfg: TransformerXLConfig) -> None:
@@ -115,6 +134,18 @@ def check_config(cfg: TransformerXLConfig) -> None:
                          f"complex dimensions), got {d_embed}")
     if cfg.tie_weight and (cfg.embedding != "vanilla" or d_embed != cfg.d_model):
         raise ValueError("model.tie_weight needs the real 'vanilla' embedding with d_embed == d_model")
+    if cfg.network not in ("real", "complex"):
+        raise ValueError(f"model.network must be 'real' or 'complex', got {cfg.network!r}")
+    if cfg.attention_score not in ("modulus", "real"):
+        raise ValueError(f"model.attention_score must be 'modulus' or 'real', got {cfg.attention_score!r}")
+    if cfg.network == "complex" and cfg.embedding == "vanilla":
+        raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
+                         "got 'vanilla'")
+    if cfg.network == "complex" and cfg.d_embed is not None and cfg.d_embed != 2 * cfg.d_model:
+        raise ValueError(f"model.d_embed must be unset with model.network = 'complex' (the embedding has d_model = "
+                         f"{cfg.d_model} complex dimensions), got {cfg.d_embed}")
+    if cfg.network == "real" and cfg.attention_score != "modulus":
+        raise ValueError("model.attention_score applies to model.network = 'complex' only")
     if not (0.0 <= cfg.dropout < 1.0 and 0.0 <= cfg.dropatt < 1.0):
         raise ValueError(f"model.dropout and model.dropatt must be in [0, 1), got {cfg.dropout} and {cfg.dropatt}")
     check_lengths(cfg.mem_len, cfg.same_length)
@@ -202,15 +233,23 @@ class RelPartialLearnableAttention(nn.Module):
     ``score(i, j) = (q_i + r_w)^T k_j + (q_i + r_r)^T W_r R_{i-j}`` over memory and segment;
     ``r_w``, ``r_r`` (``[n_head, d_head]``) are passed in because they are shared by all layers.
 
+    Complex hidden states come as their two parts stacked, ``h [2, B, qlen, d_model]`` (real, then
+    imaginary; ``mem`` alike): the same weights act on both parts and the score is complex,
+    ``AC = (q_i + r_w) . conj(k_j)``, ``BD = (q_i + r_r) . W_r R_{i-j}``, read out as
+    ``|AC| + |BD|`` (``score="modulus"``) or ``Re(AC) + Re(BD)`` (``"real"``); one set of weights
+    per head then averages the values of both parts.
+
     Shape: ``h [B, qlen, d_model]``, ``r [klen, d_model]``, ``mask [qlen, klen]`` (True = blocked),
-    ``mem [B, mlen, d_model]`` or ``None`` -> ``[B, qlen, d_model]``.
+    ``mem [B, mlen, d_model]`` or ``None`` -> ``[B, qlen, d_model]``; complex: ``h [2, B, qlen,
+    d_model]``, ``mem [2, B, mlen, d_model]`` -> ``[2, B, qlen, d_model]``.
     """
 
     def __init__(self, n_head: int, d_model: int, d_head: int, dropout: float, dropatt: float = 0.0,
-                 pre_lnorm: bool = False) -> None:
+                 pre_lnorm: bool = False, score: str = "modulus") -> None:
         super().__init__()
         self.n_head, self.d_model, self.d_head = n_head, d_model, d_head
         self.pre_lnorm = pre_lnorm
+        self.score = score
         self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
         self.r_net = nn.Linear(d_model, n_head * d_head, bias=False)
         self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
@@ -221,34 +260,50 @@ class RelPartialLearnableAttention(nn.Module):
 
     def forward(self, h: Tensor, r: Tensor, r_w_bias: Tensor, r_r_bias: Tensor, mask: Tensor,
                 mem: Tensor | None = None) -> Tensor:
-        bsz, qlen, _ = h.shape
-        cat = h if mem is None or mem.shape[1] == 0 else torch.cat([mem, h], dim=1)
-        klen = cat.shape[1]
+        qlen = h.shape[-2]
+        cat = h if mem is None or mem.shape[-2] == 0 else torch.cat([mem, h], dim=-2)
+        lead, klen = cat.shape[:-2], cat.shape[-2]  # lead: (B,), or (2, B) for complex states
         heads = self.qkv_net(self.layer_norm(cat) if self.pre_lnorm else cat)
         q, k, v = heads.chunk(3, dim=-1)
-        q = q[:, -qlen:].reshape(bsz, qlen, self.n_head, self.d_head).transpose(1, 2)  # [B, H, q, Dh]
-        k = k.reshape(bsz, klen, self.n_head, self.d_head).transpose(1, 2)           # [B, H, k, Dh]
-        v = v.reshape(bsz, klen, self.n_head, self.d_head).transpose(1, 2)
+        q = q[..., -qlen:, :].reshape(*lead, qlen, self.n_head, self.d_head).transpose(-2, -3)  # [.., H, q, Dh]
+        k = k.reshape(*lead, klen, self.n_head, self.d_head).transpose(-2, -3)                  # [.., H, k, Dh]
+        v = v.reshape(*lead, klen, self.n_head, self.d_head).transpose(-2, -3)
         r_k = self.r_net(r).reshape(klen, self.n_head, self.d_head).transpose(0, 1)   # [H, k, Dh]
-        ac = torch.matmul(q + r_w_bias.unsqueeze(1), k.transpose(-1, -2))             # content terms (a)+(c)
+        q_w = q + r_w_bias.unsqueeze(1)
+        ac = torch.matmul(q_w, k.transpose(-1, -2))                                    # content terms (a)+(c)
         bd = rel_shift(torch.matmul(q + r_r_bias.unsqueeze(1), r_k.transpose(-1, -2)))  # position (b)+(d)
-        score = (ac + bd).mul_(self.scale).masked_fill_(mask, float("-inf"))
-        prob = self.dropatt(torch.softmax(score, dim=-1))
-        vec = torch.matmul(prob, v).transpose(1, 2).reshape(bsz, qlen, self.n_head * self.d_head)
+        if len(lead) == 2:  # complex: Re/Im of (q + r_w) . conj(k) and of (q + r_r) . W_r R (R real)
+            ac_re = ac[0] + ac[1]
+            if self.score == "real":
+                score = ac_re + bd[0]
+            else:
+                ac_im = torch.matmul(q_w[1], k[0].transpose(-1, -2)) - torch.matmul(q_w[0], k[1].transpose(-1, -2))
+                score = _modulus(ac_re, ac_im) + _modulus(bd[0], bd[1])
+        else:
+            score = ac + bd
+        score = score.mul_(self.scale).masked_fill_(mask, float("-inf"))
+        prob = self.dropatt(torch.softmax(score, dim=-1))  # [B, H, q, k], the same for both parts
+        vec = torch.matmul(prob, v).transpose(-2, -3).reshape(*lead, qlen, self.n_head * self.d_head)
         out = self.drop(self.o_net(vec))
         return h + out if self.pre_lnorm else self.layer_norm(h + out)
 
     def extra_repr(self) -> str:
-        return f"n_head={self.n_head}, d_model={self.d_model}, d_head={self.d_head}, pre_lnorm={self.pre_lnorm}"
+        s = f"n_head={self.n_head}, d_model={self.d_model}, d_head={self.d_head}, pre_lnorm={self.pre_lnorm}"
+        return s + (f", score={self.score!r}" if self.score != "modulus" else "")
+
+
+def _modulus(re: Tensor, im: Tensor, eps: float = 1e-12) -> Tensor:
+    """``sqrt(re^2 + im^2 + eps)``: the modulus, differentiable where both parts are 0."""
+    return torch.sqrt(re * re + im * im + eps)
 
 
 class TransformerXLLayer(nn.Module):
     """Relative attention then the position-wise feed-forward block (ReLU), each with residual + LayerNorm."""
 
     def __init__(self, n_head: int, d_model: int, d_head: int, d_inner: int, dropout: float,
-                 dropatt: float = 0.0, pre_lnorm: bool = False) -> None:
+                 dropatt: float = 0.0, pre_lnorm: bool = False, score: str = "modulus") -> None:
         super().__init__()
-        self.attn = RelPartialLearnableAttention(n_head, d_model, d_head, dropout, dropatt, pre_lnorm)
+        self.attn = RelPartialLearnableAttention(n_head, d_model, d_head, dropout, dropatt, pre_lnorm, score)
         self.ff = nn.Sequential(nn.Linear(d_model, d_inner), nn.ReLU(), nn.Dropout(dropout),
                                 nn.Linear(d_inner, d_model), nn.Dropout(dropout))
         self.ff_norm = nn.LayerNorm(d_model)
@@ -271,8 +326,9 @@ class TransformerXLLayer(nn.Module):
 class XLMemory:
     """What a Transformer-XL carries from one segment to the next (no gradient).
 
-    ``hidden[l]``: the last ``mlen`` inputs of layer ``l``, ``[B, mlen, d_model]``;
-    ``next_position``: ``[B]`` long, the stream position of each row's next character.
+    ``hidden[l]``: the last ``mlen`` inputs of layer ``l``, ``[B, mlen, d_model]`` (complex network:
+    ``[2, B, mlen, d_model]``, real and imaginary parts); ``next_position``: ``[B]`` long, the stream
+    position of each row's next character.
     """
 
     hidden: list[Tensor]
@@ -280,7 +336,7 @@ class XLMemory:
 
     @property
     def length(self) -> int:
-        return self.hidden[0].shape[1] if self.hidden else 0
+        return self.hidden[0].shape[-2] if self.hidden else 0
 
     def detach(self) -> "XLMemory":
         return XLMemory([h.detach() for h in self.hidden], self.next_position.clone())
@@ -314,14 +370,18 @@ class TransformerXL(nn.Module):
         d_embed = config.d_model if config.d_embed is None else config.d_embed
         self.d_embed = d_embed
         options = {"frequency_init": config.frequency_init} if config.embedding == "complex-order" else {}
-        width = d_embed if config.embedding == "vanilla" else d_embed // 2
+        self.complex_network = config.network == "complex"
+        if self.complex_network:
+            d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
+        width = d_embed if config.embedding == "vanilla" or self.complex_network else d_embed // 2
         self.word_emb = build_embedding(XL_EMBEDDINGS[config.embedding], config.vocab_size, width, **options)
-        self.emb_proj = nn.Linear(d_embed, config.d_model, bias=False) if d_embed != config.d_model else None
+        self.emb_proj = (nn.Linear(d_embed, config.d_model, bias=False)
+                         if d_embed != config.d_model and not self.complex_network else None)
         self.emb_scale = math.sqrt(config.d_model)
         self.drop = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(
             TransformerXLLayer(config.n_head, config.d_model, config.d_head, config.d_inner, config.dropout,
-                               config.dropatt, config.pre_lnorm) for _ in range(config.n_layer))
+                               config.dropatt, config.pre_lnorm, config.attention_score) for _ in range(config.n_layer))
         self.r_w_bias = nn.Parameter(torch.empty(config.n_head, config.d_head))
         self.r_r_bias = nn.Parameter(torch.empty(config.n_head, config.d_head))
         self.out = nn.Linear(config.d_model, config.vocab_size)
@@ -365,22 +425,31 @@ class TransformerXL(nn.Module):
 
     def init_memory(self, batch_size: int) -> XLMemory:
         param = self.r_w_bias
-        empty = [param.new_zeros(batch_size, 0, self.config.d_model) for _ in self.layers]
+        lead = (2, batch_size) if self.complex_network else (batch_size,)
+        empty = [param.new_zeros(*lead, 0, self.config.d_model) for _ in self.layers]
         return XLMemory(empty, torch.zeros(batch_size, dtype=torch.long, device=param.device))
 
     def _check_memory(self, memory: XLMemory, bsz: int) -> None:
         d = self.config.d_model
         if len(memory.hidden) != len(self.layers):
             raise ValueError(f"memory holds {len(memory.hidden)} layers, the model has {len(self.layers)}")
+        lead = (2, bsz) if self.complex_network else (bsz,)
         for h in memory.hidden:
-            if h.dim() != 3 or h.shape[0] != bsz or h.shape[2] != d or h.shape[1] != memory.length:
+            if h.shape[:-2] != lead or h.shape[-1] != d or h.shape[-2] != memory.length:
+                expected = ", ".join(map(str, (*lead, "mlen", d)))
                 raise ValueError(f"memory of shape {tuple(h.shape)} does not fit a batch of {bsz} rows and "
-                                 f"d_model={d}; expected [{bsz}, mlen, {d}] for every layer")
+                                 f"d_model={d}; expected [{expected}] for every layer")
         if memory.next_position.shape != (bsz,):
             raise ValueError(f"memory.next_position must have shape ({bsz},), got {tuple(memory.next_position.shape)}")
 
     def embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
-        """The input layer: word embedding (complex ones as ``[Re, Im]``), projection, ``sqrt(d_model)`` scale."""
+        """The input layer: word embedding (complex ones as ``[Re, Im]``), projection, ``sqrt(d_model)`` scale.
+
+        With the complex network: the real and imaginary parts stacked, ``[2, B, L, d_model]``.
+        """
+        if self.complex_network:
+            z = self.word_emb(tokens, positions)
+            return torch.stack([z.real, z.imag]) * self.emb_scale
         x = complex_to_real(self.word_emb(tokens, positions))
         if self.emb_proj is not None:
             x = self.emb_proj(x)
@@ -406,14 +475,19 @@ class TransformerXL(nn.Module):
         for layer, mem in zip(self.layers, memory.hidden):
             hidden.append(h)
             h = layer(h, r, self.r_w_bias, self.r_r_bias, mask, mem)
+        if self.complex_network:  # read out the modulus |h|
+            h = _modulus(h[0], h[1])
         logits = self.out(self.drop(h))
         with torch.no_grad():
-            new_hidden = [torch.cat([m, x], dim=1)[:, -self.mem_len:].detach() if self.mem_len > 0
-                          else x.new_zeros(bsz, 0, x.shape[2]) for m, x in zip(memory.hidden, hidden)]
+            new_hidden = [torch.cat([m, x], dim=-2)[..., -self.mem_len:, :].detach() if self.mem_len > 0
+                          else x[..., :0, :].clone() for m, x in zip(memory.hidden, hidden)]
             last = positions.expand(bsz, qlen)[:, -1].to(torch.long)
         return logits, XLMemory(new_hidden, last + 1)
 
     def extra_repr(self) -> str:
         c = self.config
-        return (f"embedding={c.embedding!r}, n_layer={c.n_layer}, d_model={c.d_model}, mem_len={self.mem_len}, "
-                f"same_length={self.same_length}, clamp_len={self.clamp_len}, position_mode={c.position_mode!r}")
+        s = (f"embedding={c.embedding!r}, n_layer={c.n_layer}, d_model={c.d_model}, mem_len={self.mem_len}, "
+             f"same_length={self.same_length}, clamp_len={self.clamp_len}, position_mode={c.position_mode!r}")
+        if self.complex_network:
+            s += f", network='complex', attention_score={c.attention_score!r}"
+        return s
