@@ -141,7 +141,7 @@ def check_config(cfg: TransformerXLConfig) -> None:
     if cfg.network == "complex" and cfg.embedding == "vanilla":
         raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
                          "got 'vanilla'")
-    if cfg.network == "complex" and cfg.d_embed is not None and cfg.d_embed != 2 * cfg.d_model:
+    if cfg.network == "complex" and cfg.d_embed is not None:
         raise ValueError(f"model.d_embed must be unset with model.network = 'complex' (the embedding has d_model = "
                          f"{cfg.d_model} complex dimensions), got {cfg.d_embed}")
     if cfg.network == "real" and cfg.attention_score != "modulus":
