@@ -448,8 +448,67 @@ def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
     # the paper's modulus gives other logits from the same weights
     modulus = tiny(variant)
     assert not torch.allclose(modulus(src, tgt), a)
-    with pytest.raises(ValueError, match=r"^model.attention_score applies to the complex variants only$"):
+    with pytest.raises(ValueError, match=r"^model.attention_score applies to the complex network only "
+                                         r"\(complex variants, network 'complex'\)$"):
         tiny("vanilla", attention_score="real")
+
+
+@pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
+def test_real_network_feeds_re_and_im_of_the_complex_embedding_to_real_layers_of_twice_the_width(variant):
+    model = tiny(variant, network="real")
+    assert not model.is_complex and model.complex_embedding
+    assert all(type(layer) is torch.nn.TransformerEncoderLayer and layer.self_attn.embed_dim == 32
+               for layer in model.encoder_layers)
+    assert all(type(layer) is torch.nn.TransformerDecoderLayer for layer in model.decoder_layers)
+    # the input: [r cos(w pos + theta), r sin(w pos + theta)] * sqrt(d), written out (no added position encoding)
+    emb = model.src_embedding
+    tokens = torch.randint(4, V, (2, 5))
+    pos = torch.arange(5.0)[:, None]
+    r = emb.amplitude[tokens]
+    phase = emb.frequency[tokens] * pos if variant == "complex-order" else emb.phase[tokens]
+    expected = torch.cat((r * torch.cos(phase), r * torch.sin(phase)), -1) * 4.0
+    x = model._embed(emb, tokens)
+    assert x.dtype == torch.float32 and x.shape == (2, 5, 32)
+    torch.testing.assert_close(x, expected)
+    # the same real layers as a vanilla Transformer of width 2 * d_model
+    vanilla = tiny("vanilla", d_model=32)
+    layers = lambda m: sum(p.numel() for n, p in m.named_parameters() if "embedding" not in n)  # noqa: E731
+    assert layers(model) == layers(vanilla)
+    if variant == "complex-order":  # amplitudes + frequencies: V x 2D, exactly vanilla's word table
+        assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in vanilla.parameters())
+
+
+@pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
+@pytest.mark.parametrize("options", [{}, {"norm_first": True, "tie_output": True}])
+def test_real_network_is_causal_incremental_and_beam_one_is_greedy(variant, options):
+    model = tiny(variant, network="real", **options)
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :4], b[:, :4]) and not torch.allclose(a[:, 4:], b[:, 4:])
+    memory, src_pad = model.encode(src)
+    assert not memory.is_complex() and memory.shape[-1] == 32
+    cache = {}
+    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
+    assert torch.allclose(steps, a, atol=1e-5)
+    greedy = greedy_search(model, src, max_len_a=1.0, max_len_b=3)
+    assert greedy == beam_search(model, src, beam_size=1, max_len_a=1.0, max_len_b=3)
+    if options.get("tie_output"):  # tied: [Re f(j, 0), Im f(j, 0)], 2 * d_model wide like the states
+        assert model.output_weight().shape == (V, 32)
+
+
+def test_network_setting_errors_are_one_line_and_name_the_setting():
+    with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex variant \('complex-vanilla' or "
+                                         r"'complex-order'\); 'vanilla' is a real network$"):
+        tiny("vanilla", network="complex")
+    with pytest.raises(ValueError, match=r"^model.network must be 'complex' or 'real', got 'both'$"):
+        tiny("complex-order", network="both")
+    with pytest.raises(ValueError, match=r"^model.attention_score applies to the complex network only"):
+        tiny("complex-order", network="real", attention_score="real")
+    with pytest.raises(ValueError, match=r"^share_weights applies to the complex network only"):
+        tiny("complex-order", network="real", share_weights=True)
+    assert tiny("vanilla", network="real").config.network == "real"  # the vanilla network is real: accepted
 
 
 def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, toy_data, tmp_path):
@@ -462,7 +521,8 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, t
     shutil.copytree(run_dir, old)
     ck = torch.load(old / "last.pt", weights_only=True)
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=ck["progress"]["step"]))
-    for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score")):
+    for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score"),
+                         ("model", "network")):
         del ck["config"][section][key]
     torch.save(ck, old / "last.pt")
     again = train_translation(config, old, toy_data, progress=False, log=lambda m: None)

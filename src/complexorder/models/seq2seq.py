@@ -18,6 +18,10 @@ as fairseq). The decoder of the complex variants runs causal complex self-attent
 cross-attention; its last state ``h`` is read out as the real vector ``[Re h, Im h]`` and
 projected to the target vocabulary.
 
+``network = "real"`` (config) keeps a complex variant's embedding but feeds its ``[Re f, Im f]`` to the
+real layers of width ``2 * d_model``: it separates what the embedding does from what the complex
+layers do (the paper's LM replaces Transformer-XL's word embedding in this way).
+
 Decoding is incremental: :meth:`TransformerSeq2Seq.decode_step` embeds only the newest target token
 at its explicit position and keeps the projected keys/values of earlier steps (and of the encoder
 memory) in a ``cache`` dict. The complex layers take that cache natively; the real
@@ -70,6 +74,13 @@ class Seq2SeqConfig:
         attention_score: how the complex attention scores a query-key product: ``"modulus"``
             (``|q . conj(k)|``, paper Eq. 14) or ``"real"`` (``Re(q . conj(k))``, not the paper's; see
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
+        network: how a complex embedding enters the model. ``"complex"`` (the default for the complex
+            variants): complex encoder and decoder stacks (paper §3.2). ``"real"``: the embedding's
+            ``[Re f, Im f]`` (paper appendix C) feeds the real :class:`torch.nn.Transformer` layers of
+            width ``2 * d_model`` -- the embedding "directly replaces the word embedding" of a vanilla
+            Transformer, with no added position encoding (the phases carry the positions). ``None``
+            picks ``"complex"`` for the complex variants and ``"real"`` for ``"vanilla"`` (which
+            accepts ``"real"`` only).
     """
 
     variant: Literal["vanilla", "complex-vanilla", "complex-order"] = "complex-order"
@@ -88,6 +99,7 @@ class Seq2SeqConfig:
     frequency_sharing: Literal["word", "dimension"] | None = None
     share_weights: bool = False
     attention_score: Literal["modulus", "real"] = "modulus"
+    network: Literal["complex", "real"] | None = None
 
 
 def reorder_cache(cache: dict, index: Tensor) -> dict:
@@ -154,7 +166,7 @@ class TransformerSeq2Seq(nn.Module):
     Shape:
         - ``forward(src [B, Ls], tgt_in [B, Lt])`` -> logits ``[B, Lt, V_tgt]`` (teacher forcing,
           causal: output ``t`` sees ``tgt_in[:, :t+1]`` only).
-        - ``encode(src)`` -> ``(memory [B, Ls, d] (complex64 for complex variants), src_pad [B, Ls])``.
+        - ``encode(src)`` -> ``(memory [B, Ls, d] (complex64 in the complex network; real ``2d`` wide for a complex variant in the real network), src_pad [B, Ls])``.
         - ``decode_step(tokens [B], position, memory, src_pad, cache)`` -> logits ``[B, V_tgt]``.
 
     Examples::
@@ -173,15 +185,23 @@ class TransformerSeq2Seq(nn.Module):
         if config.share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(f"share_embeddings needs one joint vocabulary, got source {src_vocab_size} and "
                              f"target {tgt_vocab_size} entries; set share_embeddings = false")
+        if config.network not in (None, "complex", "real"):
+            raise ValueError(f"model.network must be 'complex' or 'real', got {config.network!r}")
+        if config.network == "complex" and config.variant == "vanilla":
+            raise ValueError("model.network = 'complex' needs a complex variant ('complex-vanilla' or "
+                             "'complex-order'); 'vanilla' is a real network")
+        self.complex_embedding = config.variant != "vanilla"
+        network = config.network or ("complex" if self.complex_embedding else "real")
+        self.is_complex = network == "complex"  # complex encoder/decoder stacks
         if config.d_model % config.nhead:
             raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
-        if config.share_weights and config.variant == "vanilla":
-            raise ValueError("share_weights applies to the complex variants only")
-        if config.attention_score != "modulus" and config.variant == "vanilla":
-            raise ValueError("model.attention_score applies to the complex variants only")
+        if config.share_weights and not self.is_complex:
+            raise ValueError("share_weights applies to the complex network only (complex variants, network 'complex')")
+        if config.attention_score != "modulus" and not self.is_complex:
+            raise ValueError("model.attention_score applies to the complex network only "
+                             "(complex variants, network 'complex')")
         self.config = config
         self.pad_id = pad_id
-        self.is_complex = config.variant != "vanilla"
         d = config.d_model
         if config.frequency_sharing is not None and config.variant != "complex-order":
             raise ValueError(f"model.frequency_sharing applies to the complex-order variant only; "
@@ -194,7 +214,9 @@ class TransformerSeq2Seq(nn.Module):
                               else build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
         self.embed_scale = math.sqrt(d) if config.scale_embedding else 1.0
         self.embed_dropout = ComplexDropout(config.dropout) if self.is_complex else nn.Dropout(config.dropout)
-        layer_args = (d, config.nhead, config.dim_feedforward, config.dropout)
+        # A complex embedding read by the real network arrives as [Re f, Im f]: 2 * d real features.
+        width = 2 * d if self.complex_embedding and not self.is_complex else d
+        layer_args = (width, config.nhead, config.dim_feedforward, config.dropout)
         layer_kwargs = {"activation": config.activation, "batch_first": True, "norm_first": config.norm_first}
         if self.is_complex:
             layer_kwargs.update(share_weights=config.share_weights, attention_score=config.attention_score)
@@ -204,9 +226,9 @@ class TransformerSeq2Seq(nn.Module):
         self.encoder_layers = nn.ModuleList(enc(*layer_args, **layer_kwargs) for _ in range(config.num_encoder_layers))
         self.decoder_layers = nn.ModuleList(dec(*layer_args, **layer_kwargs) for _ in range(config.num_decoder_layers))
         # Pre-norm stacks end with a norm (post-norm layers already end normalised).
-        self.encoder_norm = norm(d) if config.norm_first else None
-        self.decoder_norm = norm(d) if config.norm_first else None
-        readout = 2 * d if self.is_complex else d
+        self.encoder_norm = norm(width) if config.norm_first else None
+        self.decoder_norm = norm(width) if config.norm_first else None
+        readout = 2 * d if self.complex_embedding else d
         if config.tie_output:
             self.register_module("output", None)
             self.output_bias = nn.Parameter(torch.zeros(tgt_vocab_size))
@@ -221,7 +243,7 @@ class TransformerSeq2Seq(nn.Module):
         for emb in {id(e): e for e in (self.src_embedding, self.tgt_embedding)}.values():
             emb.reset_parameters()
             if self.config.scale_embedding:
-                table = emb.amplitude if self.is_complex else emb.weight
+                table = emb.amplitude if self.complex_embedding else emb.weight
                 nn.init.normal_(table, std=self.config.d_model ** -0.5)
                 table[self.pad_id].zero_()
         if self.output is not None:
@@ -231,8 +253,10 @@ class TransformerSeq2Seq(nn.Module):
 
     # ---------------------------------------------------------------- embeddings and read-out
     def _embed(self, embedding: nn.Module, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
-        if self.is_complex:
+        if self.complex_embedding:
             x = embedding(tokens, positions) * self.embed_scale
+            if not self.is_complex:
+                x = complex_to_real(x)
         else:
             pos = torch.arange(tokens.shape[-1], device=tokens.device) if positions is None else positions
             x = embedding(tokens) * self.embed_scale
@@ -240,11 +264,11 @@ class TransformerSeq2Seq(nn.Module):
         return self.embed_dropout(x)
 
     def output_weight(self) -> Tensor:
-        """The ``[V_tgt, d]`` (real) or ``[V_tgt, 2D]`` (complex: real ⊕ imaginary parts) output matrix."""
+        """The ``[V_tgt, d]`` (vanilla) or ``[V_tgt, 2D]`` (complex variants: real ⊕ imaginary parts) output matrix."""
         if self.output is not None:
             return self.output.weight
         emb = self.tgt_embedding
-        if not self.is_complex:
+        if not self.complex_embedding:
             return emb.weight
         ids = torch.arange(emb.num_embeddings, device=self.output_bias.device)
         return complex_to_real(emb(ids, torch.zeros_like(ids)))
