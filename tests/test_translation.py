@@ -44,6 +44,23 @@ def sources():
     return src
 
 
+def assert_causal_and_incremental(model):
+    """Changing target token 4 changes no earlier output, and step-wise decoding equals full decoding.
+
+    Returns ``(src, tgt, logits, memory)`` for further checks.
+    """
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :4], b[:, :4]) and not torch.allclose(a[:, 4:], b[:, 4:])
+    memory, src_pad = model.encode(src)
+    cache = {}
+    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
+    assert torch.allclose(steps, a, atol=1e-5)
+    return src, tgt, a, memory
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_decoder_is_causal_no_future_target_token_leaks(variant):
     model = tiny(variant)
@@ -436,15 +453,7 @@ def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
     model = tiny(variant, attention_score="real")
     layer = model.decoder_layers[0]
     assert layer.self_attn.score == layer.cross_attn.score == model.encoder_layers[0].self_attn.score == "real"
-    src, tgt = sources(), torch.randint(4, V, (3, 6))
-    changed = tgt.clone()
-    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
-    a, b = model(src, tgt), model(src, changed)
-    assert torch.equal(a[:, :4], b[:, :4]) and not torch.allclose(a[:, 4:], b[:, 4:])
-    memory, src_pad = model.encode(src)
-    cache = {}
-    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
-    assert torch.allclose(steps, a, atol=1e-5)
+    src, tgt, a, memory = assert_causal_and_incremental(model)
     # the paper's modulus gives other logits from the same weights
     modulus = tiny(variant)
     assert not torch.allclose(modulus(src, tgt), a)
@@ -482,16 +491,8 @@ def test_real_network_feeds_re_and_im_of_the_complex_embedding_to_real_layers_of
 @pytest.mark.parametrize("options", [{}, {"norm_first": True, "tie_output": True}])
 def test_real_network_is_causal_incremental_and_beam_one_is_greedy(variant, options):
     model = tiny(variant, network="real", **options)
-    src, tgt = sources(), torch.randint(4, V, (3, 6))
-    changed = tgt.clone()
-    changed[:, 4] = (tgt[:, 4] + 1 - 4) % (V - 4) + 4
-    a, b = model(src, tgt), model(src, changed)
-    assert torch.equal(a[:, :4], b[:, :4]) and not torch.allclose(a[:, 4:], b[:, 4:])
-    memory, src_pad = model.encode(src)
+    src, _, _, memory = assert_causal_and_incremental(model)
     assert not memory.is_complex() and memory.shape[-1] == 32
-    cache = {}
-    steps = torch.stack([model.decode_step(tgt[:, t], t, memory, src_pad, cache) for t in range(6)], 1)
-    assert torch.allclose(steps, a, atol=1e-5)
     greedy = greedy_search(model, src, max_len_a=1.0, max_len_b=3)
     assert greedy == beam_search(model, src, beam_size=1, max_len_a=1.0, max_len_b=3)
     if options.get("tie_output"):  # tied: [Re f(j, 0), Im f(j, 0)], 2 * d_model wide like the states
