@@ -358,6 +358,33 @@ def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tm
         plan_units(bad)
 
 
+def test_network_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked(tmp_path):
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["tpe", "complex-order"])
+    units = plan_units(grid)
+    assert all("network" not in unit_config(grid, u)["settings"] for u in units)  # default "auto": old hashes
+    real = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, network="real"))
+    for unit in units:
+        config = unit_config(real, unit)
+        assert config["settings"]["network"] == "real" and _hash(config) != _hash(unit_config(grid, unit))
+        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+        assert model.network == "real" and type(model.layers[0]) is torch.nn.TransformerEncoderLayer
+    bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, network="both"))
+    with pytest.raises(ValueError, match=r"^\[transformer\] network must be one of 'auto', 'complex', 'real', "
+                                         r"got 'both'$"):
+        plan_units(bad)
+    cplx = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, network="complex"))
+    with pytest.raises(ValueError, match=r"^\[transformer\] network = 'complex' needs complex embeddings; "
+                                         r"variant 'tpe' uses the real embedding 'tpe'$"):
+        plan_units(cplx)
+    cnn = dataclasses.replace(grid, models=["cnn"], embeddings=["complex-order"])
+    cnn = dataclasses.replace(cnn, cnn=dataclasses.replace(cnn.cnn, network="real"))
+    with pytest.raises(ValueError, match=r"^\[cnn\] network must be 'auto' \(only the transformer has a real "
+                                         r"network for complex embeddings\), got 'real'$"):
+        plan_units(cnn)
+
+
 def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     records = []
     for k in range(6):  # six folds: the variant beats every baseline on each one

@@ -65,7 +65,7 @@ def test_complex_models_use_complex_layers_and_share_weights():
     assert isinstance(model.lstm, co.nn.ComplexLSTM)
     model = make("transformer", "complex-order", share_weights=True)
     assert model.layers[0].self_attn.q_proj.weight_imag is None
-    with pytest.raises(ValueError, match="share_weights applies to complex embeddings only"):
+    with pytest.raises(ValueError, match="share_weights applies to complex embeddings in the complex network only"):
         make("transformer", "tpe", share_weights=True)
 
 
@@ -157,3 +157,41 @@ def test_frequency_lr_scale_changes_only_the_frequencies_learning_rate(sparse):
     assert not torch.equal(before["embedding.amplitude"], emb.amplitude)
     with pytest.raises(ValueError, match="frequency_lr_scale must be >= 0, got -1"):
         make_optimizers(model, 1e-2, 0.0, frequency_lr_scale=-1)
+
+
+@pytest.mark.parametrize("emb_name", ["complex-vanilla", "complex-order"])
+def test_transformer_real_network_reads_re_and_im_by_hand_with_the_real_baselines_layers(emb_name):
+    model = make("transformer", emb_name, dim=8, network="real", dropout=0.0).eval()
+    assert model.network == "real" and "network='real'" in repr(model)
+    assert all(type(layer) is torch.nn.TransformerEncoderLayer for layer in model.layers)
+    seen = []
+    model.layers[0].register_forward_pre_hook(lambda mod, args: seen.append(args[0]))
+    tokens = torch.tensor([[5, 7, 9, 11, 3, 0]])
+    model(tokens)
+    emb = model.embedding
+    r = emb.amplitude[tokens]
+    pos = torch.arange(6.0)[:, None] + getattr(emb, "first_position", 0)
+    phase = emb.frequency[tokens] * pos if emb_name == "complex-order" else emb.phase[tokens]
+    expected = torch.cat((r * torch.cos(phase), r * torch.sin(phase)), -1)  # [Re f, Im f], paper appendix C
+    assert seen[0].dtype == torch.float32 and seen[0].shape == (1, 6, 16)
+    torch.testing.assert_close(seen[0], expected)
+    # the layers of a real baseline of width 2D; complex-order's amplitudes + frequencies: V x 2D, TPE's table
+    tpe = make("transformer", "tpe", dim=16)
+    layers = lambda m: sum(p.numel() for n, p in m.named_parameters() if not n.startswith("embedding"))  # noqa: E731
+    assert layers(model) == layers(tpe)
+    if emb_name == "complex-order":
+        assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in tpe.parameters())
+        assert not torch.allclose(model(tokens[:, :5]), model(tokens[:, :5].flip(1)), atol=1e-4)  # sees order
+    else:  # no positions anywhere: invariant to word order
+        torch.testing.assert_close(model(tokens[:, :5]), model(tokens[:, :5].flip(1)), atol=1e-5, rtol=1e-4)
+
+
+def test_transformer_network_errors_are_one_line_and_name_the_setting():
+    with pytest.raises(ValueError, match=r"^network must be one of 'auto', 'complex', 'real', got 'both'$"):
+        make("transformer", "complex-order", network="both")
+    with pytest.raises(ValueError, match=r"^network='complex' needs a complex embedding; SinusoidalPositionalEmbedding is real$"):
+        make("transformer", "tpe", network="complex")
+    with pytest.raises(ValueError, match=r"^share_weights applies to complex embeddings in the complex network only$"):
+        make("transformer", "complex-order", network="real", share_weights=True)
+    assert make("transformer", "tpe", network="real").network == "real"  # a real embedding: real already
+    assert make("transformer", "complex-order").network == "complex"  # auto

@@ -33,6 +33,7 @@ from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info
 from ..models import CLASSIFIERS, build_classifier
+from ..models.transformer import NETWORKS
 from ..nn.functional import ATTENTION_SCORES
 from .training import count_parameters, evaluate_accuracy, train_classifier
 
@@ -73,6 +74,7 @@ class ModelSettings:
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
     attention_score: str = "modulus"
+    network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -104,6 +106,10 @@ class ModelSettings:
             fail("frequency_lr_scale", "a number >= 0")
         if self.attention_score not in ATTENTION_SCORES:
             fail("attention_score", f"one of {', '.join(map(repr, ATTENTION_SCORES))}")
+        if self.network not in NETWORKS:
+            fail("network", f"one of {', '.join(map(repr, NETWORKS))}")
+        if architecture not in (None, "transformer") and self.network != "auto":
+            fail("network", "'auto' (only the transformer has a real network for complex embeddings)")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -114,7 +120,8 @@ class ModelSettings:
         if architecture == "lstm":
             return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
-                "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score}
+                "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
+                "network": self.network}
 
 
 @dataclass
@@ -169,6 +176,11 @@ class GridConfig:
             raise ValueError(f"vectors_format must be one of {', '.join(VECTOR_FORMATS)}, got {self.vectors_format!r}")
         for name in self.models:
             getattr(self, name).validate(f"[{name}]", name)
+            if getattr(self, name).network == "complex":
+                for v in self.resolved_variants():
+                    if not build_embedding(v.embedding, 4, 4, padding_idx=0).is_complex:
+                        raise ValueError(f"[{name}] network = 'complex' needs complex embeddings; variant "
+                                         f"{v.label!r} uses the real embedding {v.embedding!r}")
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
                 owned = sorted(set(v.options) & {"sparse", "device", "dtype"})
@@ -211,7 +223,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
-LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus"}
+LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus", "network": "auto"}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:

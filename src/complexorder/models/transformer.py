@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
 from .readout import make_dropout, masked_mean, padding_mask, to_real_features
 
-__all__ = ["TransformerClassifier"]
+__all__ = ["TransformerClassifier", "NETWORKS"]
+
+#: How a complex embedding enters the classifier's layers.
+NETWORKS = ("auto", "complex", "real")
 
 
 class TransformerClassifier(nn.Module):
@@ -18,6 +22,12 @@ class TransformerClassifier(nn.Module):
     with the modulus of the pooled state. ``d_model`` is the embedding's dimension. Without
     positions (``"none"``, ``"complex-vanilla"``) the whole model is invariant to word order.
 
+    ``network="real"`` feeds a complex embedding's ``[Re f, Im f]`` (paper appendix C) to the real
+    :class:`torch.nn.TransformerEncoderLayer` of width ``2 * embedding_dim`` instead: a complex-order
+    embedding of dimension ``D`` then has exactly the parameters of a real ``2D`` word table and the same
+    layers as the real baselines of width ``2D``. It separates what the embedding does from what the
+    complex layers do (as ``model.network`` of the translation model).
+
     Args:
         embedding: any module of :mod:`complexorder.embeddings`.
         num_classes: output classes.
@@ -25,32 +35,47 @@ class TransformerClassifier(nn.Module):
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
         attention_score: complex attention scores, ``"modulus"`` (paper Eq. 14) or ``"real"``; real
             embeddings run :class:`torch.nn.TransformerEncoderLayer`, whose scores are the real dot
-            product already, and ignore it.
+            product already, and ignore it (so does ``network="real"``).
+        network: ``"auto"`` (default: complex layers for complex embeddings, real ones for real
+            embeddings), ``"complex"`` (complex embeddings only) or ``"real"``.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
                  num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
-                 attention_score: str = "modulus") -> None:
+                 attention_score: str = "modulus", network: str = "auto") -> None:
         super().__init__()
+        if network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, got {network!r}")
+        if network == "complex" and not embedding.is_complex:
+            raise ValueError(f"network='complex' needs a complex embedding; {type(embedding).__name__} is real")
         self.embedding = embedding
-        d = embedding.embedding_dim
-        self.dropout = make_dropout(dropout, embedding.is_complex)
-        if embedding.is_complex:
+        self.is_complex = embedding.is_complex and network != "real"  # complex encoder layers
+        self.network = "complex" if self.is_complex else "real"
+        # a complex embedding read by real layers arrives as [Re f, Im f]: 2 * D real features
+        d = embedding.embedding_dim * (2 if embedding.is_complex and not self.is_complex else 1)
+        self.dropout = make_dropout(dropout, self.is_complex)
+        if self.is_complex:
             make = lambda: ComplexTransformerEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
                                                           share_weights=share_weights,
                                                           attention_score=attention_score)
         else:
             if share_weights:
-                raise ValueError("share_weights applies to complex embeddings only")
+                raise ValueError("share_weights applies to complex embeddings in the complex network only")
             make = lambda: nn.TransformerEncoderLayer(d, nhead, dim_feedforward, dropout, batch_first=True)  # noqa: E731
         self.layers = nn.ModuleList(make() for _ in range(num_layers))
         self.output = nn.Linear(d, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
         mask = padding_mask(tokens, self.embedding)
-        x = self.dropout(self.embedding(tokens))
+        x = self.embedding(tokens)
+        if x.is_complex() and not self.is_complex:
+            x = complex_to_real(x)
+        x = self.dropout(x)
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=~mask)
         return self.output(to_real_features(masked_mean(x, mask)))
+
+    def extra_repr(self) -> str:
+        return f"network={self.network!r}"
