@@ -1,0 +1,60 @@
+"""What each translation row's BLEU is made of: n-gram precisions, brevity penalty, length ratio.
+
+Reads the rows' ``ROOT/LABEL.summary.json`` (written by ``run_table5.py --phases eval``), takes the checkpoint
+chosen on val and its saved hypotheses (``ROOT/LABEL-CHOICE.SPLIT.hyp``), and re-scores them against the raw
+references with sacrebleu (13a tokenization, lower-cased: the tok-lc figure of the Table 5 files, which it
+reproduces). Prints a Markdown table.
+
+Usage::
+
+    python benchmarks/translation/bleu_breakdown.py --data-dir ../shared/data --root runs/table5x \
+        --rows vanilla,complex-order-real-network --splits val,test2016
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import sacrebleu
+
+
+def lines(path: Path) -> list[str]:
+    """The file's lines, split at "\\n" only (not str.splitlines: it also splits at U+0085, U+2028, ...)."""
+    text = path.read_text(encoding="utf-8")
+    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--root", required=True, help="the run root holding LABEL.summary.json and the .hyp files")
+    parser.add_argument("--rows", required=True, help="comma-separated row labels")
+    parser.add_argument("--splits", default="val,test2016")
+    args = parser.parse_args()
+    root = Path(args.root)
+    data = Path(args.data_dir) / "translation" / "multi30k"
+    print("| row | split | checkpoint | BLEU tok-lc | 1-gram | 2-gram | 3-gram | 4-gram | BP | hyp/ref length |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for split in args.splits.split(","):
+        ref_path = data / f"{split}.de"
+        if not ref_path.is_file():
+            raise SystemExit(f"--data-dir: no reference file {ref_path}")
+        refs = lines(ref_path)
+        for label in args.rows.split(","):
+            summary_path = root / f"{label}.summary.json"
+            if not summary_path.is_file():
+                raise SystemExit(f"--rows: no {summary_path} (run run_table5.py --phases eval for {label!r} first)")
+            choice = json.loads(summary_path.read_text())["selected"]
+            hyp_path = root / f"{label}-{choice}.{split}.hyp"
+            hyps = lines(hyp_path)
+            if len(hyps) != len(refs):
+                raise SystemExit(f"{hyp_path}: {len(hyps)} lines, but {ref_path} has {len(refs)}")
+            b = sacrebleu.corpus_bleu(hyps, [refs], lowercase=True, tokenize="13a")
+            p = " | ".join(f"{x:.1f}" for x in b.precisions)
+            print(f"| {label} | {split} | {choice} | {b.score:.2f} | {p} | {b.bp:.3f} | {b.sys_len / b.ref_len:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
