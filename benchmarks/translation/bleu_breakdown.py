@@ -26,6 +26,14 @@ def lines(path: Path) -> list[str]:
     return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 
+def load_summary(root: Path, label: str) -> dict:
+    """The row's ``LABEL.summary.json`` (the checkpoint chosen on val and its scores), or a one-line exit."""
+    path = root / f"{label}.summary.json"
+    if not path.is_file():
+        raise SystemExit(f"--rows: no {path} (run run_table5.py --phases eval for {label!r} first)")
+    return json.loads(path.read_text())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True)
@@ -43,10 +51,7 @@ def main() -> None:
             raise SystemExit(f"--data-dir: no reference file {ref_path}")
         refs = lines(ref_path)
         for label in args.rows.split(","):
-            summary_path = root / f"{label}.summary.json"
-            if not summary_path.is_file():
-                raise SystemExit(f"--rows: no {summary_path} (run run_table5.py --phases eval for {label!r} first)")
-            choice = json.loads(summary_path.read_text())["selected"]
+            choice = load_summary(root, label)["selected"]
             hyp_path = root / f"{label}-{choice}.{split}.hyp"
             hyps = lines(hyp_path)
             if len(hyps) != len(refs):

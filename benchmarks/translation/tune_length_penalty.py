@@ -27,7 +27,7 @@ from pathlib import Path
 import sacrebleu
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bleu_breakdown import lines  # noqa: E402
+from bleu_breakdown import lines, load_summary  # noqa: E402
 
 
 def decode(root: Path, label: str, checkpoint: Path, split: str, penalty: float, data_dir: str) -> dict:
@@ -66,20 +66,17 @@ def main() -> None:
           + " | chosen on val | test2016 tok-lc at 1.0 | **test2016 tok-lc at the chosen penalty** | "
             "test2016 hyp/ref length |")
     print("|---|---|---:|---:|---:|---:|---:|")
+    refs = lines(Path(args.data_dir) / "translation" / "multi30k" / "test2016.de")
     for label in args.rows.split(","):
-        summary_path = root / f"{label}.summary.json"
-        if not summary_path.is_file():
-            raise SystemExit(f"--rows: no {summary_path} (run run_table5.py --phases eval for {label!r} first)")
-        summary = json.loads(summary_path.read_text())
+        summary = load_summary(root, label)
         checkpoint = Path(summary["test"]["checkpoint"])
         val = {p: decode(root, label, checkpoint, "val", p, args.data_dir) for p in penalties}
         best = max(penalties, key=lambda p: (val[p]["bleu_tok_lc"], -p))
         test = decode(root, label, checkpoint, "test2016", best, args.data_dir)
         base = summary["test"]["bleu_tok_lc"] if summary["test"].get("length_penalty", 1.0) == 1.0 else float("nan")
-        hyps = lines(root / f"{label}-lp{best:g}.test2016.hyp")
-        refs = lines(Path(args.data_dir) / "translation" / "multi30k" / "test2016.de")
-        ratio = sacrebleu.corpus_bleu(hyps, [refs], lowercase=True, tokenize="13a")
-        ratio = ratio.sys_len / ratio.ref_len
+        scored = sacrebleu.corpus_bleu(lines(root / f"{label}-lp{best:g}.test2016.hyp"), [refs], lowercase=True,
+                                       tokenize="13a")
+        ratio = scored.sys_len / scored.ref_len
         print(f"| {label} | {summary['selected']} | " + " / ".join(f"{val[p]['bleu_tok_lc']:.2f}" for p in penalties)
               + f" | {best:g} | {base:.2f} | **{test['bleu_tok_lc']:.2f}** | "
               + f"{ratio:.3f} |", flush=True)

@@ -52,7 +52,6 @@ class TransformerClassifier(nn.Module):
             raise ValueError(f"network='complex' needs a complex embedding; {type(embedding).__name__} is real")
         self.embedding = embedding
         self.is_complex = embedding.is_complex and network != "real"  # complex encoder layers
-        self.network = "complex" if self.is_complex else "real"
         # a complex embedding read by real layers arrives as [Re f, Im f]: 2 * D real features
         d = embedding.embedding_dim * (2 if embedding.is_complex and not self.is_complex else 1)
         self.dropout = make_dropout(dropout, self.is_complex)
@@ -70,12 +69,17 @@ class TransformerClassifier(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         mask = padding_mask(tokens, self.embedding)
         x = self.embedding(tokens)
-        if x.is_complex() and not self.is_complex:
+        if not self.is_complex:  # a complex embedding read by real layers: [Re f, Im f]; real ones pass through
             x = complex_to_real(x)
         x = self.dropout(x)
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=~mask)
         return self.output(to_real_features(masked_mean(x, mask)))
+
+    @property
+    def network(self) -> str:
+        """``"complex"`` or ``"real"``: the kind of encoder layers (``"auto"`` resolved)."""
+        return "complex" if self.is_complex else "real"
 
     def extra_repr(self) -> str:
         return f"network={self.network!r}"
