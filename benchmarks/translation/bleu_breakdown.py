@@ -26,11 +26,12 @@ def lines(path: Path) -> list[str]:
     return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 
-def load_summary(root: Path, label: str) -> dict:
-    """The row's ``LABEL.summary.json`` (the checkpoint chosen on val and its scores), or a one-line exit."""
+def load_summary(root: Path, label: str, option: str = "--rows") -> dict:
+    """The row's ``LABEL.summary.json`` (the checkpoint chosen on val and its scores), or a one-line exit
+    naming ``option`` (the argument that named the row)."""
     path = root / f"{label}.summary.json"
     if not path.is_file():
-        raise SystemExit(f"--rows: no {path} (run run_table5.py --phases eval for {label!r} first)")
+        raise SystemExit(f"{option}: no {path} (run run_table5.py --phases eval for {label!r} first)")
     return json.loads(path.read_text())
 
 
