@@ -35,6 +35,27 @@ def load_summary(root: Path, label: str, option: str = "--rows") -> dict:
     return json.loads(path.read_text())
 
 
+def references(data_dir: str, split: str) -> list[str]:
+    """The German reference lines of ``split``, or a one-line exit naming ``--data-dir``."""
+    path = Path(data_dir) / "translation" / "multi30k" / f"{split}.de"
+    if not path.is_file():
+        raise SystemExit(f"--data-dir: no reference file {path}")
+    return lines(path)
+
+
+def chosen_hypotheses(root: Path, label: str, split: str, n_refs: int, option: str = "--rows") -> tuple[str, list[str]]:
+    """The checkpoint choice of row ``label`` (on val) and its saved hypotheses on ``split``, checked to have
+    one line per reference; a one-line exit otherwise."""
+    choice = load_summary(root, label, option)["selected"]
+    path = root / f"{label}-{choice}.{split}.hyp"
+    if not path.is_file():
+        raise SystemExit(f"{option}: no hypotheses {path} (run run_table5.py --phases eval for {label!r} first)")
+    hyps = lines(path)
+    if len(hyps) != n_refs:
+        raise SystemExit(f"{path}: {len(hyps)} lines, but the {split} references have {n_refs}")
+    return choice, hyps
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True)
@@ -43,20 +64,12 @@ def main() -> None:
     parser.add_argument("--splits", default="val,test2016")
     args = parser.parse_args()
     root = Path(args.root)
-    data = Path(args.data_dir) / "translation" / "multi30k"
     print("| row | split | checkpoint | BLEU tok-lc | 1-gram | 2-gram | 3-gram | 4-gram | BP | hyp/ref length |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for split in args.splits.split(","):
-        ref_path = data / f"{split}.de"
-        if not ref_path.is_file():
-            raise SystemExit(f"--data-dir: no reference file {ref_path}")
-        refs = lines(ref_path)
+        refs = references(args.data_dir, split)
         for label in args.rows.split(","):
-            choice = load_summary(root, label)["selected"]
-            hyp_path = root / f"{label}-{choice}.{split}.hyp"
-            hyps = lines(hyp_path)
-            if len(hyps) != len(refs):
-                raise SystemExit(f"{hyp_path}: {len(hyps)} lines, but {ref_path} has {len(refs)}")
+            choice, hyps = chosen_hypotheses(root, label, split, len(refs))
             b = sacrebleu.corpus_bleu(hyps, [refs], lowercase=True, tokenize="13a")
             p = " | ".join(f"{x:.1f}" for x in b.precisions)
             print(f"| {label} | {split} | {choice} | {b.score:.2f} | {p} | {b.bp:.3f} | {b.sys_len / b.ref_len:.3f} |")

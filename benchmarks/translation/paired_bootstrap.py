@@ -23,17 +23,7 @@ from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bleu_breakdown import lines, load_summary  # noqa: E402
-
-
-def hypotheses(root: Path, label: str, split: str, n_refs: int) -> list[str]:
-    path = root / f"{label}-{load_summary(root, label, '--pairs')['selected']}.{split}.hyp"
-    if not path.is_file():
-        raise SystemExit(f"--pairs: no hypotheses {path} (run run_table5.py --phases eval for {label!r} first)")
-    hyps = lines(path)
-    if len(hyps) != n_refs:
-        raise SystemExit(f"{path}: {len(hyps)} lines, but the {split} references have {n_refs}")
-    return hyps
+from bleu_breakdown import chosen_hypotheses, references  # noqa: E402
 
 
 def main() -> None:
@@ -50,16 +40,13 @@ def main() -> None:
     if args.samples < 1:
         raise SystemExit(f"--samples: expected a positive integer, got {args.samples}")
     root = Path(args.root)
-    ref_path = Path(args.data_dir) / "translation" / "multi30k" / f"{args.split}.de"
-    if not ref_path.is_file():
-        raise SystemExit(f"--data-dir: no reference file {ref_path}")
-    refs = lines(ref_path)
+    refs = references(args.data_dir, args.split)
     print(f"| baseline | BLEU tok-lc | system | BLEU tok-lc (± 95% CI half-width) | system − baseline | p (paired bootstrap, {args.samples} samples) |")
     print("|---|---:|---|---:|---:|---:|")
     signature = None
     for base, system in pairs:
-        test = PairedTest([(base, hypotheses(root, base, args.split, len(refs))),
-                           (system, hypotheses(root, system, args.split, len(refs)))],
+        test = PairedTest([(name, chosen_hypotheses(root, name, args.split, len(refs), "--pairs")[1])
+                           for name in (base, system)],
                           {"BLEU": BLEU(lowercase=True, tokenize="13a")}, references=[refs], test_type="bs",
                           n_samples=args.samples)
         signatures, scores = test()
