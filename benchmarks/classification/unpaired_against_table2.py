@@ -15,13 +15,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
 from pathlib import Path
 
 from scipy.stats import ttest_ind_from_stats
+
+from complexorder.experiments.report import cell_scores, load_results
 
 EMBEDDINGS = ("none", "pe", "tpe", "complex-vanilla", "complex-order")
 
@@ -42,30 +43,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", required=True, help="architecture whose table2.md cells to compare with")
     ap.add_argument("--table2", type=Path, default=Path("benchmarks/results/table2.md"))
     args = ap.parse_args(argv)
-    for p, what in ((args.results, "--results"), (args.table2, "--table2")):
-        if not p.is_file():
-            sys.exit(f"{what}: no file {p}")
+    if not args.table2.is_file():
+        sys.exit(f"--table2: no file {args.table2}")
     cells = table2_cells(args.table2, args.model)
-    scores: dict[str, list[float]] = {}
-    labels = set()
-    for i, line in enumerate(args.results.read_text(encoding="utf-8").splitlines(), 1):
-        r = json.loads(line)
-        if r["model"] == args.model:
-            scores.setdefault(r["dataset"], []).append(r["test_accuracy"])
-            labels.add((r["config"].get("variant") or {}).get("label") or r["embedding"])
-    if not scores:
+    if not cells:
+        sys.exit(f"--table2: no per-cell rows for model {args.model!r} in {args.table2}")
+    try:
+        records = load_results([args.results])
+    except FileNotFoundError as e:
+        sys.exit(f"--results: {e}")
+    rows = {key: split_scores for key, split_scores in cell_scores(records).items() if key[1] == args.model}
+    if not rows:
         sys.exit(f"--results: no {args.model!r} records in {args.results}")
-    print(f"row: {', '.join(sorted(labels))}\n")
-    print("| data set | row (n, mean ± std) | table2.md embedding | n | mean ± std | row − it | Welch p (two-sided) |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for ds, v in scores.items():
+    print("| data set | row | n, mean ± std | table2.md embedding | n | mean ± std | row − it | Welch p (two-sided) |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
+    for (ds, _, label), split_scores in rows.items():
+        v = list(split_scores.values())
         n, m, s = len(v), statistics.mean(v), statistics.stdev(v) if len(v) > 1 else float("nan")
         for emb in EMBEDDINGS:
             if (ds, emb) not in cells:
                 continue
             bn, bm, bs = cells[(ds, emb)]
             p = ttest_ind_from_stats(m, s, n, bm, bs, bn, equal_var=False).pvalue
-            print(f"| {ds} | {n}, {m:.4f} ± {s:.4f} | {emb} | {bn} | {bm:.4f} ± {bs:.4f} | {m - bm:+.4f} | {p:.3f} |")
+            print(f"| {ds} | {label} | {n}, {m:.4f} ± {s:.4f} | {emb} | {bn} | {bm:.4f} ± {bs:.4f} | {m - bm:+.4f} | {p:.3f} |")
     return 0
 
 
