@@ -29,7 +29,7 @@ def github_slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    return {github_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", path.read_text(), re.M)}
+    return {github_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", path.read_text(encoding="utf-8"), re.M)}
 
 
 def test_github_slug_on_hand_made_headings():
@@ -41,7 +41,7 @@ def test_github_slug_on_hand_made_headings():
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_markdown_links_resolve(doc):
     broken = []
-    for target in _LINK.findall(doc.read_text()):
+    for target in _LINK.findall(doc.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+://", target) or target.startswith("mailto:"):
             continue
         file_part, _, anchor = target.partition("#")
@@ -56,7 +56,7 @@ def test_markdown_links_resolve(doc):
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_backticked_repository_paths_exist(doc):
     missing = []
-    for text in _CODE.findall(doc.read_text()):
+    for text in _CODE.findall(doc.read_text(encoding="utf-8")):
         if not text.startswith(("benchmarks/", "src/")) or any(c in text for c in "*{}<>…"):
             continue
         if not (ROOT / text.rstrip("/")).exists():
@@ -66,7 +66,7 @@ def test_backticked_repository_paths_exist(doc):
 
 def test_results_index_lists_every_results_file():
     """Every file in benchmarks/results/ is named in its index (a new table cannot go unlisted)."""
-    index = (ROOT / "benchmarks" / "results" / "README.md").read_text()
+    index = (ROOT / "benchmarks" / "results" / "README.md").read_text(encoding="utf-8")
     named = set(_CODE.findall(index))
     unlisted = []
     for path in sorted((ROOT / "benchmarks" / "results").iterdir()):

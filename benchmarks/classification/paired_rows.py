@@ -1,0 +1,59 @@
+"""Compare one row of classification results with every other row of the same model, paired by fold or seed.
+
+``complexorder report`` tests complex-order rows against the four baselines only; this script also tests a row
+against the other complex-order rows (e.g. "frequencies from 0" against the sinusoidal start and against
+"frequency lr x0.1"). For each data set where ``--row`` has results, it prints the row's mean and, against each
+other row of ``--model`` on the same data set, the mean over the common folds/seeds, the mean difference and
+the one-sided Wilcoxon signed-rank p-values in both directions (``report.paired_wilcoxon``). Records are read
+with ``report.load_results`` (the latest record per unit counts, as in the report).
+
+Usage::
+
+    python benchmarks/classification/paired_rows.py --results benchmarks/results/table2_supplement.jsonl \\
+        benchmarks/results/table2_lstm_zero_frequencies.jsonl --model lstm --row "complex-order, frequencies from 0"
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", required=True, nargs="+", type=Path, help="JSON lines from `complexorder classify`")
+    ap.add_argument("--model", required=True, help="architecture (fasttext, cnn, lstm, transformer)")
+    ap.add_argument("--row", required=True, help="the row (variant label) to compare with the others")
+    args = ap.parse_args(argv)
+    try:
+        cells = cell_scores(load_results(args.results))
+    except FileNotFoundError as e:
+        sys.exit(f"--results: {e}")
+    datasets = [ds for (ds, model, label) in cells if model == args.model and label == args.row]
+    if not datasets:
+        labels = sorted({label for (_, model, label) in cells if model == args.model})
+        sys.exit(f"--row: no {args.model!r} records with row {args.row!r}; rows present: {labels}")
+    print("| data set | row | n | row mean | other row | other mean | row − other | p (row above) | p (row below) |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|")
+    for ds in datasets:
+        ours = cells[(ds, args.model, args.row)]
+        for (d, model, label), theirs in sorted(cells.items()):
+            if d != ds or model != args.model or label == args.row:
+                continue
+            common = sorted(set(ours) & set(theirs))
+            if not common:
+                continue
+            a = statistics.mean(ours[s] for s in common)
+            b = statistics.mean(theirs[s] for s in common)
+            p_above, n = paired_wilcoxon(ours, theirs)
+            p_below, _ = paired_wilcoxon(theirs, ours)
+            print(f"| {ds} | {args.row} | {n} | {a:.4f} | {label} | {b:.4f} | {a - b:+.4f} | {p_above:.3g} | {p_below:.3g} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
