@@ -122,6 +122,19 @@ def test_wilcoxon_marks_on_a_hand_made_example():
     assert pvalues["pe"] == (1 / 16, 4)
 
 
+def test_report_target_line_without_any_paired_baseline_says_so():
+    # only the complex-order row measured: no "0/0 baselines (all beaten)" claim
+    records = [{"dataset": "MPQA", "model": "transformer", "variant": "complex-order", "split": f"fold-{i}",
+                "test_accuracy": 0.83, "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"} for i in range(3)]
+    # a baseline on other folds does not pair either
+    records.append({"dataset": "MPQA", "model": "transformer", "variant": "none", "split": "fold-7",
+                    "test_accuracy": 0.80, "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"})
+    text = render_table2(records)
+    assert ("- Transformer on MPQA (n = 3): complex-order 0.830; no baseline measured on the same folds / seeds; "
+            "paper complex-order 0.863: 3.3 points below.") in text
+    assert "0/0" not in text and "all beaten" not in text
+
+
 def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     records = []
     for variant, base in (("none", 0.70), ("complex-order", 0.75)):

@@ -284,6 +284,10 @@ def _targets(cells, paper, datasets, models) -> list[str]:
                 gap = (ref - mean) * 100
                 vs_paper = f"paper complex-order {ref:.3f}: {'within' if gap <= 1.5 else 'NOT within'} 1.5 points ({abs(gap):.1f} points {'below' if gap > 0 else 'above'} it)"
             n = len(ours)
+            if not others:  # "0/0 baselines (all beaten)" would claim what was never measured
+                lines.append(f"- {MODEL_TITLES[model]} on {d} (n = {n}): {variant} {mean:.3f}; no baseline measured "
+                             f"on the same folds / seeds; {vs_paper}.")
+                continue
             lines.append(f"- {MODEL_TITLES[model]} on {d} (n = {n}): {variant} {mean:.3f} ≥ {len(beaten)}/{len(others)} "
                          f"baselines ({', '.join(sorted(set(others) - set(beaten))) or 'all beaten'}"
                          f"{' not beaten' if set(others) - set(beaten) else ''}); significant over "
