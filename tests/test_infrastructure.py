@@ -141,3 +141,35 @@ def test_data_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.delenv("COMPLEXORDER_DATA")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert resolve_data_dir(None) == tmp_path / "complexorder" / "data"
+
+
+def test_set_threads_takes_the_option_then_the_environment(monkeypatch):
+    import torch
+
+    from complexorder.environment import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        set_threads(1)  # the option wins over the environment
+        assert torch.get_num_threads() == 1
+        set_threads(None)  # no option: the environment
+        assert torch.get_num_threads() == 2
+        torch.set_num_threads(1)
+        monkeypatch.setenv("OMP_NUM_THREADS", "many")
+        set_threads(None)  # neither: left as it is
+        assert torch.get_num_threads() == 1
+        with pytest.raises(ValueError, match=r"^--threads: expected a positive number of threads, got 0$"):
+            set_threads(0)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("argv", [["demo", "--threads", "-1"],
+                                  ["classify", "--config", "table2", "--dry-run", "--threads", "-1"]])
+def test_threads_option_of_demo_and_classify_is_checked_before_any_work(argv, capsys):
+    from complexorder.cli import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: --threads: expected a positive number of threads, got -1")

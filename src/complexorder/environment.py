@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import platform
 
 import torch
 
 from .nn import native
 
-__all__ = ["cpu_info"]
+__all__ = ["cpu_info", "set_threads"]
 
 
 def cpu_info() -> dict[str, str]:
@@ -29,3 +30,19 @@ def cpu_info() -> dict[str, str]:
     return {"model": model or platform.processor() or platform.machine(),
             "torch_capability": torch.backends.cpu.get_cpu_capability(),
             "embedding_kernel": "native" if native.available() else "pytorch"}
+
+
+def set_threads(threads: int | None, flag: str = "--threads") -> None:
+    """Set torch's CPU thread count from a command's ``--threads`` option, else from ``$OMP_NUM_THREADS``;
+    with neither, torch keeps its own choice (one thread per core).
+
+    On a machine whose cores are busy with other processes, torch's default pool oversubscribes them and
+    OpenMP's barriers spin: small models can then run many times slower than with one thread.
+    """
+    if threads is None:
+        env = os.environ.get("OMP_NUM_THREADS", "")
+        threads = int(env) if env.isdigit() and int(env) > 0 else None
+    elif threads < 1:
+        raise ValueError(f"{flag}: expected a positive number of threads, got {threads}")
+    if threads:
+        torch.set_num_threads(threads)

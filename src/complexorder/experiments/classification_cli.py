@@ -11,6 +11,7 @@ from ..config import config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
+from ..environment import set_threads
 from .classification import GridConfig, plan_units, run_grid
 
 
@@ -77,6 +78,8 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--results", help="results JSON-lines file")
     p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice); "
+                                               "the benchmarks ran one per process")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -165,6 +168,7 @@ def default_settings_notes(config_path, grid: GridConfig, task: str = "classific
 
 
 def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
+    set_threads(getattr(args, "threads", None))
     grid = load_grid(args, task)
     for line in default_settings_notes(find_config(args.config, task), grid, task):
         print(f"complexorder: {line}", file=sys.stderr)

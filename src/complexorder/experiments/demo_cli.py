@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 
 from ..embeddings import EMBEDDINGS
+from ..environment import set_threads
 from .demo import DemoConfig, format_demo_table, run_demo
 
 
@@ -19,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=int, default=DemoConfig.epochs)
     p.add_argument("--train-size", type=int, default=DemoConfig.train_size)
     p.add_argument("--seed", type=int, default=DemoConfig.seed)
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice; "
+                                               "use 1 when other jobs keep the cores busy)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run)
 
@@ -30,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--embeddings: unknown embedding {unknown[0]!r}; valid names: {', '.join(EMBEDDINGS)}")
     if args.epochs <= 0 or args.train_size <= 0:
         raise ValueError("--epochs and --train-size must be positive")
+    set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
     print(f"Word-order task: is A before B? {config.train_size} training sequences of length "
           f"{config.min_len}-{config.max_len}; a bag of words cannot beat 0.5.")

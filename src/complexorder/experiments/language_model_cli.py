@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tomllib
 from pathlib import Path
-
-import torch
 
 from ..config import config_from_dict, read_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
+from ..environment import set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
@@ -94,13 +92,6 @@ def shipped_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
 
 
-def _set_threads(threads: int | None) -> None:
-    threads = threads or (int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit()
-                          else None)
-    if threads:
-        torch.set_num_threads(threads)
-
-
 def _parse_override(item: str) -> tuple[list[str], object]:
     if "=" not in item or "." not in item.split("=", 1)[0]:
         raise ValueError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
@@ -162,7 +153,7 @@ def run_prepare_text8(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    _set_threads(args.threads)
+    set_threads(args.threads)
     cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
                                                    "train.max_steps": args.max_steps})
     summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,
@@ -172,7 +163,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    _set_threads(args.threads)
+    set_threads(args.threads)
     splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
     bad = [s for s in splits if s not in ("train", "valid", "test")]
     if bad or not splits:

@@ -9,10 +9,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-import torch
-
 from ..checkpoint import append_jsonl, atomic_write_text
 from ..config import config_to_dict
+from ..environment import set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -95,8 +94,7 @@ def _decode_config(config, args):
 def run(args: argparse.Namespace) -> int:
     from . import translation as T
 
-    if getattr(args, "threads", None):
-        torch.set_num_threads(args.threads)
+    set_threads(getattr(args, "threads", None))
     progress = not getattr(args, "no_progress", False)
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     if args.action == "download":
