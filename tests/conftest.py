@@ -1,10 +1,20 @@
 """Shared test fixtures: the reference data sets beside the project (``../shared/data``)."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(relative: str, name: str):
+    """Import a script under ``benchmarks/`` (not a package) as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,8 @@
 """Every fast path equals its simple reference (values and gradients), and the benchmark rejects bad names."""
 
-import importlib.util
 import itertools
 import math
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +11,8 @@ import torch.nn.functional as F
 from complexorder.nn import functional as CF
 from complexorder.nn.wave import _cos_sin, complex_order_embedding, complex_order_embedding_reference
 
+from conftest import load_benchmark
+
 D64 = torch.float64
 V, D = 9, 6
 TABLE = {None: (V, D), "word": (1, D), "dimension": (V, 1)}
@@ -20,11 +20,7 @@ POSITIONS = {"per token": (3, 11), "per position": (11,), "broadcast row": (1, 1
 
 
 def load_speed():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
-    spec = importlib.util.spec_from_file_location("speed_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("speed.py", "speed_benchmark")
 
 
 def tables(freq_share, amp_share, initial_phase, dtype=D64, seed=0):

@@ -1,19 +1,15 @@
 """benchmarks/classification/paired_rows.py: paired Wilcoxon of one row against the model's other rows."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from scipy.stats import wilcoxon
 
+from conftest import load_benchmark
+
 
 def _script():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "classification" / "paired_rows.py"
-    spec = importlib.util.spec_from_file_location("paired_rows", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("classification/paired_rows.py", "paired_rows")
 
 
 def _write(path, rows):

@@ -1,19 +1,15 @@
 """benchmarks/classification/unpaired_against_table2.py: Welch's test against table2.md's per-cell statistics."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from scipy.stats import ttest_ind_from_stats
 
+from conftest import load_benchmark
+
 
 def _script():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "classification" / "unpaired_against_table2.py"
-    spec = importlib.util.spec_from_file_location("unpaired_against_table2", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("classification/unpaired_against_table2.py", "unpaired_against_table2")
 
 
 TABLE2 = """| data set | model | embedding | n | mean | std | min | max |
