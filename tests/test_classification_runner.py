@@ -371,6 +371,29 @@ def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tm
         plan_units(bad)
 
 
+def test_readout_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked(tmp_path):
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["complex-order"])
+    units = plan_units(grid)
+    assert all("readout" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
+    other = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, readout="mean-of-modulus"))
+    for unit in units:
+        config = unit_config(other, unit)
+        assert config["settings"]["readout"] == "mean-of-modulus" and _hash(config) != _hash(unit_config(grid, unit))
+        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+        assert model.readout == "mean-of-modulus"
+    bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, readout="max"))
+    with pytest.raises(ValueError, match=r"^\[transformer\] readout must be one of 'modulus-of-mean', "
+                                         r"'mean-of-modulus', got 'max'$"):
+        plan_units(bad)
+    lstm = dataclasses.replace(grid, models=["lstm"])
+    lstm = dataclasses.replace(lstm, lstm=dataclasses.replace(lstm.lstm, readout="mean-of-modulus"))
+    with pytest.raises(ValueError, match=r"^\[lstm\] readout must be 'modulus-of-mean' \(only the transformer "
+                                         r"chooses its read-out\), got 'mean-of-modulus'$"):
+        plan_units(lstm)
+
+
 def test_network_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked(tmp_path):
     from complexorder.experiments.classification import _hash, plan_units, unit_config
 

@@ -195,3 +195,37 @@ def test_transformer_network_errors_are_one_line_and_name_the_setting():
         make("transformer", "complex-order", network="real", share_weights=True)
     assert make("transformer", "tpe", network="real").network == "real"  # a real embedding: real already
     assert make("transformer", "complex-order").network == "complex"  # auto
+
+
+@pytest.mark.parametrize("emb_name", ["complex-vanilla", "complex-order"])
+def test_transformer_readouts_by_hand(emb_name):
+    """modulus-of-mean: |mean_t z_t| over the real tokens; mean-of-modulus: mean_t |z_t| (per dimension)."""
+    tokens = torch.tensor([[5, 7, 9, 11, 3, 0], [4, 6, 0, 0, 0, 0]])
+    mask = (tokens != 0).unsqueeze(-1)
+    for readout in ("modulus-of-mean", "mean-of-modulus"):
+        model = make("transformer", emb_name, dim=8, dropout=0.0, readout=readout).eval()
+        states, features = [], []
+        model.layers[-1].register_forward_hook(lambda mod, args, out: states.append(out))
+        model.output.register_forward_pre_hook(lambda mod, args: features.append(args[0]))
+        model(tokens)
+        z = states[0]
+        assert z.is_complex() and z.shape == (2, 6, 8)
+        if readout == "modulus-of-mean":
+            expected = ((z * mask).sum(1) / mask.sum(1)).abs()
+        else:
+            expected = (z.abs() * mask).sum(1) / mask.sum(1)
+            assert "readout='mean-of-modulus'" in repr(model)
+        torch.testing.assert_close(features[0], expected)
+    # the two differ whenever the states' phases differ (the triangle inequality is strict): mean |z| > |mean z|
+    assert bool((expected > ((z * mask).sum(1) / mask.sum(1)).abs() + 1e-6).any())
+
+
+def test_transformer_readout_errors_and_real_layers_ignore_it():
+    with pytest.raises(ValueError, match=r"^readout must be one of 'modulus-of-mean', 'mean-of-modulus', got 'max'$"):
+        make("transformer", "complex-order", readout="max")
+    tokens = torch.tensor([[5, 7, 9, 0]])
+    for emb_name, kw in (("tpe", {}), ("complex-order", {"network": "real"})):
+        chosen = make("transformer", emb_name, readout="mean-of-modulus", dropout=0.0, **kw).eval()
+        default = make("transformer", emb_name, dropout=0.0, **kw).eval()
+        assert chosen.readout == "modulus-of-mean" and "readout" not in repr(chosen)
+        torch.testing.assert_close(chosen(tokens), default(tokens))

@@ -33,7 +33,7 @@ from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info
 from ..models import CLASSIFIERS, build_classifier
-from ..models.transformer import NETWORKS
+from ..models.transformer import NETWORKS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
 from .training import count_parameters, evaluate_accuracy, train_classifier
 
@@ -54,6 +54,9 @@ class ModelSettings:
     ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
     Eq. 14, the default) or ``"real"`` (``Re(q . conj(k))``, not the paper's); real embeddings run
     PyTorch's layers, whose dot product is already the real one, and ignore it.
+    ``readout`` (Transformer, complex layers only) turns the token states into features:
+    ``"modulus-of-mean"`` (default, ``|mean_t z_t|``) or ``"mean-of-modulus"`` (``mean_t |z_t|``); see
+    :class:`~complexorder.models.TransformerClassifier`.
     """
 
     embedding_dim: int = 300
@@ -75,6 +78,7 @@ class ModelSettings:
     frequency_lr_scale: float = 1.0
     attention_score: str = "modulus"
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
+    readout: str = "modulus-of-mean"  # transformer only, complex layers: |mean z| or mean |z|
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -110,6 +114,10 @@ class ModelSettings:
             fail("network", f"one of {', '.join(map(repr, NETWORKS))}")
         if architecture not in (None, "transformer") and self.network != "auto":
             fail("network", "'auto' (only the transformer has a real network for complex embeddings)")
+        if self.readout not in READOUTS:
+            fail("readout", f"one of {', '.join(map(repr, READOUTS))}")
+        if architecture not in (None, "transformer") and self.readout != READOUTS[0]:
+            fail("readout", f"{READOUTS[0]!r} (only the transformer chooses its read-out)")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -121,7 +129,7 @@ class ModelSettings:
             return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
                 "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
-                "network": self.network}
+                "network": self.network, "readout": self.readout}
 
 
 @dataclass
@@ -223,7 +231,8 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
-LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus", "network": "auto"}
+LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus", "network": "auto",
+                  "readout": "modulus-of-mean"}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:

@@ -8,10 +8,13 @@ from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
 from .readout import make_dropout, masked_mean, padding_mask, to_real_features
 
-__all__ = ["TransformerClassifier", "NETWORKS"]
+__all__ = ["TransformerClassifier", "NETWORKS", "READOUTS"]
 
 #: How a complex embedding enters the classifier's layers.
 NETWORKS = ("auto", "complex", "real")
+#: How the complex encoder's token states become real features: the modulus of their mean (default) or
+#: the mean of their moduli.
+READOUTS = ("modulus-of-mean", "mean-of-modulus")
 
 
 class TransformerClassifier(nn.Module):
@@ -38,16 +41,24 @@ class TransformerClassifier(nn.Module):
             product already, and ignore it (so does ``network="real"``).
         network: ``"auto"`` (default: complex layers for complex embeddings, real ones for real
             embeddings), ``"complex"`` (complex embeddings only) or ``"real"``.
+        readout: with complex layers, ``"modulus-of-mean"`` (default: ``|mean_t z_t|``, the token states
+            summed as complex numbers, so states whose phases differ interfere, as in complex FastText) or
+            ``"mean-of-modulus"`` (``mean_t |z_t|``: each state's modulus first, so the phases of the states
+            never meet). The paper does not say which its Transformer classifier used.
+            Real layers (real embeddings, ``network="real"``) have no modulus and ignore it, as they do
+            ``attention_score``.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
                  num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
-                 attention_score: str = "modulus", network: str = "auto") -> None:
+                 attention_score: str = "modulus", network: str = "auto", readout: str = "modulus-of-mean") -> None:
         super().__init__()
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, got {network!r}")
+        if readout not in READOUTS:
+            raise ValueError(f"readout must be one of {', '.join(map(repr, READOUTS))}, got {readout!r}")
         if network == "complex" and not embedding.is_complex:
             raise ValueError(f"network='complex' needs a complex embedding; {type(embedding).__name__} is real")
         self.embedding = embedding
@@ -63,6 +74,7 @@ class TransformerClassifier(nn.Module):
             if share_weights:
                 raise ValueError("share_weights applies to complex embeddings in the complex network only")
             make = lambda: nn.TransformerEncoderLayer(d, nhead, dim_feedforward, dropout, batch_first=True)  # noqa: E731
+        self.readout = readout if self.is_complex else READOUTS[0]  # real layers: nothing to choose
         self.layers = nn.ModuleList(make() for _ in range(num_layers))
         self.output = nn.Linear(d, num_classes)
 
@@ -74,6 +86,8 @@ class TransformerClassifier(nn.Module):
         x = self.dropout(x)
         for layer in self.layers:
             x = layer(x, src_key_padding_mask=~mask)
+        if self.readout == "mean-of-modulus":  # complex layers only (see __init__)
+            return self.output(masked_mean(to_real_features(x), mask))
         return self.output(to_real_features(masked_mean(x, mask)))
 
     @property
@@ -82,4 +96,4 @@ class TransformerClassifier(nn.Module):
         return "complex" if self.is_complex else "real"
 
     def extra_repr(self) -> str:
-        return f"network={self.network!r}"
+        return f"network={self.network!r}" + (f", readout={self.readout!r}" if self.readout != READOUTS[0] else "")
