@@ -113,6 +113,18 @@ def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
     return matrix
 
 
+def _embedding_repr(module: nn.Module, *options: str) -> str:
+    """``extra_repr`` of an embedding: ``num_embeddings, embedding_dim``, ``padding_idx`` if set, ``options``,
+    ``sparse=True`` if set (the order of :class:`torch.nn.Embedding`'s repr)."""
+    parts = [f"{module.num_embeddings}, {module.embedding_dim}"]
+    if module.padding_idx is not None:
+        parts.append(f"padding_idx={module.padding_idx}")
+    parts += options
+    if module.sparse:
+        parts.append("sparse=True")
+    return ", ".join(parts)
+
+
 def _init_amplitude(amplitude: nn.Parameter, init: str | Tensor) -> None:
     """Fill an amplitude table from a pretrained matrix, with ones, or N(0, 1) (``"normal"``)."""
     if isinstance(init, Tensor):
@@ -233,12 +245,7 @@ class WordEmbedding(nn.Module):
         return x * (tokens != self.padding_idx).unsqueeze(-1).to(x.dtype)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        if self.sparse:
-            s += ", sparse=True"
-        return s
+        return _embedding_repr(self)
 
 
 class LearnedPositionalEmbedding(WordEmbedding):
@@ -482,18 +489,13 @@ class ComplexOrderEmbedding(nn.Module):
                                                  self.initial_phase, self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        for name in ("frequency_sharing", "amplitude_sharing"):
-            if getattr(self, name) is not None:
-                s += f", {name}={getattr(self, name)!r}"
+        options = [f"{name}={getattr(self, name)!r}" for name in ("frequency_sharing", "amplitude_sharing")
+                   if getattr(self, name) is not None]
         if self.initial_phase is not None:
-            s += ", initial_phase=True"
+            options.append("initial_phase=True")
         if not isinstance(self.frequency_init, Tensor) and self.frequency_init != "sinusoidal":
-            s += f", frequency_init={self.frequency_init!r}"
-        if self.sparse:
-            s += ", sparse=True"
+            options.append(f"frequency_init={self.frequency_init!r}")
+        s = _embedding_repr(self, *options)
         if not self.fused:
             s += ", fused=False"
         if self.first_position:
@@ -548,12 +550,7 @@ class ComplexVanillaEmbedding(nn.Module):
         return complex_vanilla_embedding(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
-        if self.sparse:
-            s += ", sparse=True"
-        return s
+        return _embedding_repr(self)
 
 
 # --------------------------------------------------------------------------------------
