@@ -59,8 +59,12 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
     with pytest.raises(ValueError, match="is not a complexorder checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt")
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint at all")
-    with pytest.raises(ValueError, match="could not be read"):
+    with pytest.raises(ValueError) as info:
         load_checkpoint(tmp_path / "bad.pt")
+    # torch's own error for a text file is KeyError: '110': the message names what the file is instead
+    assert str(info.value) == (f"checkpoint {tmp_path / 'bad.pt'} could not be read (corrupted or not a PyTorch file): "
+                               "it was not written by torch.save (it starts with b'not a ch', neither a zip archive "
+                               "nor a pickle)")
     # a pickle of something other than tensors: the unpickler's reason, never torch's advice to load it
     # with weights_only=False; a truncated checkpoint: the first sentence of torch's reason, one line
     import pickle
@@ -78,6 +82,9 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
         load_checkpoint(tmp_path / "truncated.pt")
     assert "\n" not in str(info.value) and "could not be read (corrupted or not a PyTorch file): " in str(info.value)
     assert len(str(info.value)) < 300
+    # a truncated zip: torch's reason, prefixed with its exception type
+    reason = str(info.value).split("PyTorch file): ", 1)[1]
+    assert reason.split(": ", 1)[0] in {"RuntimeError", "EOFError", "UnpicklingError", "BadZipFile"}, reason
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

@@ -136,9 +136,13 @@ def save_checkpoint(path: str | Path, kind: str, model_state: dict, config: dict
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def _load_failure(exc: BaseException) -> str:
+def _load_failure(exc: BaseException, head: bytes = b"") -> str:
     """The reason in torch's error for a file it cannot load, in one short line. torch's weights-only refusal
-    advises ``weights_only=False``, which this project never does: only the unpickler's own reason is kept."""
+    advises ``weights_only=False``, which this project never does: only the unpickler's own reason is kept.
+    ``head`` (the file's first bytes) names a file torch.save never wrote, whose error from torch is cryptic
+    (``KeyError: '101'`` for a text file)."""
+    if head and not head.startswith((b"PK\x03\x04", b"\x80")):
+        return f"it was not written by torch.save (it starts with {head[:8]!r}, neither a zip archive nor a pickle)"
     text = str(exc).strip()
     if "WeightsUnpickler error:" in text:
         detail = " ".join(text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation")[0].split())
@@ -146,7 +150,8 @@ def _load_failure(exc: BaseException) -> str:
     if not text:
         return type(exc).__name__
     first = text.splitlines()[0]
-    return first.split(". ")[0].rstrip(".") if ". " in first else first
+    first = first.split(". ")[0].rstrip(".") if ". " in first else first
+    return f"{type(exc).__name__}: {first}"
 
 
 def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None) -> dict:
@@ -157,8 +162,10 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+        with open(path, "rb") as handle:
+            head = handle.read(8)
         raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): "
-                         f"{_load_failure(exc)}") from None
+                         f"{_load_failure(exc, head)}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
     kinds = (kind,) if isinstance(kind, str) else kind
