@@ -65,6 +65,11 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
     assert str(info.value) == (f"checkpoint {tmp_path / 'bad.pt'} could not be read (corrupted or not a PyTorch file): "
                                "it was not written by torch.save (it starts with b'not a ch', neither a zip archive "
                                "nor a pickle)")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(ValueError) as info:
+        load_checkpoint(tmp_path / "empty.pt")
+    assert str(info.value) == (f"checkpoint {tmp_path / 'empty.pt'} could not be read (corrupted or not a PyTorch "
+                               "file): the file is empty")
     # a pickle of something other than tensors: the unpickler's reason, never torch's advice to load it
     # with weights_only=False; a truncated checkpoint: the first sentence of torch's reason, one line
     import pickle

@@ -136,13 +136,15 @@ def save_checkpoint(path: str | Path, kind: str, model_state: dict, config: dict
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def _load_failure(exc: BaseException, head: bytes = b"") -> str:
+def _load_failure(exc: BaseException, head: bytes) -> str:
     """The reason in torch's error for a file it cannot load, in one short line. torch's weights-only refusal
     advises ``weights_only=False``, which this project never does: only the unpickler's own reason is kept.
-    ``head`` (the file's first bytes) names a file torch.save never wrote, whose error from torch is cryptic
-    (``KeyError: '101'`` for a text file)."""
-    if head and not head.startswith((b"PK\x03\x04", b"\x80")):
-        return f"it was not written by torch.save (it starts with {head[:8]!r}, neither a zip archive nor a pickle)"
+    ``head`` (the file's first bytes) names an empty file or one torch.save never wrote, whose errors from torch
+    are cryptic (a bare ``EOFError``; ``KeyError: '101'`` for a text file)."""
+    if not head:
+        return "the file is empty"
+    if not head.startswith((b"PK\x03\x04", b"\x80")):
+        return f"it was not written by torch.save (it starts with {head!r}, neither a zip archive nor a pickle)"
     text = str(exc).strip()
     if "WeightsUnpickler error:" in text:
         detail = " ".join(text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation")[0].split())
