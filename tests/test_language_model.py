@@ -440,3 +440,23 @@ def test_shipped_configs_load():
         assert cfg.model.embedding == "complex-order" and cfg.model.vocab_size == 27
     paper = load_lm_config("text8_6l")
     assert (paper.model.n_layer, paper.model.d_model, paper.train.tgt_len, paper.eval.mem_len) == (6, 512, 512, 2100)
+
+
+def test_word_positions_count_letters_from_the_last_space_across_segments():
+    model = tiny("complex-order", mem_len=40, position_mode="word")
+    # "ab cde fg" then "hi jk": space = 0; a stream starts as if after a space
+    first = torch.tensor([[1, 2, 0, 3, 4, 5, 0, 6, 7]])
+    second = torch.tensor([[8, 9, 0, 10, 11]])
+    memory = model.init_memory(1)
+    assert model.positions(first, memory).tolist() == [[1, 2, 0, 1, 2, 3, 0, 1, 2]]
+    _, memory = model(first, memory)
+    assert memory.next_position.tolist() == [3]
+    # the word "fghi" runs over the segment boundary: h and i are its letters 3 and 4
+    assert model.positions(second, memory).tolist() == [[3, 4, 0, 1, 2]]
+    # so a stream read in segments equals one long pass when the memory covers it
+    whole, _ = model(torch.cat([first, second], 1))
+    a, mem = model(first)
+    b, _ = model(second, mem)
+    torch.testing.assert_close(torch.cat([a, b], 1), whole, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"^model.separator_id must be a token id in \[0, 27\), got 27$"):
+        tiny("complex-order", position_mode="word", separator_id=27)

@@ -8,8 +8,8 @@ record there, records of runs no longer on disk are kept, so the table can be ex
 session (run directories are not committed) and re-rendered from the committed file alone.
 
 A run is labelled by its embedding, plus "complex network" (``model.network = "complex"``: complex
-hidden states through the whole network, as the authors' Transformer-XL code) and the frequency
-learning-rate scale when it is not 1. Each variant is compared with vanilla on the seeds both ran (paired
+hidden states through the whole network, as the authors' Transformer-XL code), "word positions"
+(``model.position_mode = "word"``) and the frequency learning-rate scale when it is not 1. Each variant is compared with vanilla on the seeds both ran (paired
 differences, one-sided Wilcoxon signed-rank test of "below vanilla"); an ablation also with its base
 variant.
 """
@@ -34,6 +34,8 @@ def label_of(embedding: str, config: dict) -> str:
     if config["model"].get("network", "real") == "complex":
         score = config["model"].get("attention_score", "modulus")
         parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
+    if embedding == "complex-order" and config["model"].get("position_mode") == "word":
+        parts.append("word positions")
     scale = config["train"].get("frequency_lr_scale", 1.0)
     if scale != 1.0:
         parts.append(f"frequency lr x{scale:g}")

@@ -8,9 +8,12 @@
 # (run directories complex-order-flr0.1-sS). COMPLEX_NETWORK=1 also trains complex-order and complex-vanilla
 # with complex hidden states through the whole network (--set model.network=complex; run directories
 # complex-order-cnet-sS, complex-vanilla-cnet-sS; about twice the compute of a real-network run).
+# WORD_POSITIONS=1 also trains complex-order with each character embedded at its offset in its word
+# (--set model.position_mode=word; run directories complex-order-word-sS), two seeds at a time.
+# BASE=0 skips the three Table 6 variants (for adding an ablation to seeds whose records are committed).
 #
 # Usage (from the repository root):
-#   [FREQ_LR=0.1] [COMPLEX_NETWORK=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
+#   [BASE=0] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
 set -euo pipefail
 SHARED=${1:-../shared/data}
 RUNS=${2:-runs/lm/seeds}
@@ -19,6 +22,8 @@ CO=${CO:-.venv/bin/complexorder}
 PY=${PY:-.venv/bin/python}
 FREQ_LR=${FREQ_LR:-}
 COMPLEX_NETWORK=${COMPLEX_NETWORK:-}
+WORD_POSITIONS=${WORD_POSITIONS:-}
+BASE=${BASE:-1}
 export OMP_NUM_THREADS=1
 
 mkdir -p "$RUNS"
@@ -29,6 +34,7 @@ train() {  # variant seed [extra arguments]; variant complex-order-flrX is compl
   local run=$RUNS/$v-s$s embedding=$v
   if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
   if [[ $v == *-cnet ]]; then embedding=${v%-cnet}; set -- "$@" --set model.network=complex; fi
+  if [[ $v == complex-order-word ]]; then embedding=complex-order; set -- "$@" --set model.position_mode=word; fi
   [[ -f $run.done ]] && return 0
   local resume=""; [[ -f $run/last.pt ]] && resume="--resume"
   $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$run" --embedding "$embedding" --set "train.seed=$s" "$@" \
@@ -42,17 +48,30 @@ evaluate() {  # variant seed
      --results "$RUNS/eval_train_lengths.jsonl" >> "$run.eval.log" 2>&1 && touch "$run.eval.done"
 }
 
-( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s" --set model.frequency_init=zeros; done ) &
-( for s in $SEEDS; do train complex-vanilla "$s"; done
-  if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi ) &
-wait
+BASE_VARIANTS=""
+if [[ $BASE == 1 ]]; then
+  BASE_VARIANTS="vanilla complex-vanilla complex-order"
+  ( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s" --set model.frequency_init=zeros; done ) &
+  ( for s in $SEEDS; do train complex-vanilla "$s"; done ) &
+  wait
+fi
+if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi
 if [[ -n $COMPLEX_NETWORK ]]; then
   ( for s in $SEEDS; do train complex-order-cnet "$s" --set model.frequency_init=zeros; done ) &
   ( for s in $SEEDS; do train complex-vanilla-cnet "$s"; done ) &
   wait
 fi
+if [[ -n $WORD_POSITIONS ]]; then
+  read -ra seeds <<< "$SEEDS"
+  ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
+  ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
+  wait
+fi
 for s in $SEEDS; do
-  for v in vanilla complex-vanilla complex-order ${FREQ_LR:+complex-order-flr$FREQ_LR} \
-           ${COMPLEX_NETWORK:+complex-order-cnet complex-vanilla-cnet}; do evaluate "$v" "$s"; done
+  for v in $BASE_VARIANTS ${FREQ_LR:+complex-order-flr$FREQ_LR} \
+           ${COMPLEX_NETWORK:+complex-order-cnet complex-vanilla-cnet} ${WORD_POSITIONS:+complex-order-word}; do
+    evaluate "$v" "$s"
+  done
 done
-$PY benchmarks/lm/make_table6_seeds.py --runs "$RUNS" --out benchmarks/results/table6_seeds.md
+$PY benchmarks/lm/make_table6_seeds.py --runs "$RUNS" --out benchmarks/results/table6_seeds.md \
+   --notes benchmarks/lm/table6_seeds_notes.md

@@ -60,6 +60,12 @@ step scrambles the phases and the embedding stops identifying characters: on the
 (validation BPC 4.1 against 2.3-2.4 for the other runs after 1,500 steps), while "segment"
 positions trained normally. The shipped configs therefore set ``position_mode = "segment"``.
 
+``position_mode="word"`` (an extension, not in the paper) embeds each character at its offset in
+its word: the separator (``separator_id``, text8's space) at 0, the letters after it at 1, 2, ...
+It is bounded by the longest word, carried across segments in ``next_position`` (a word cut by a
+segment boundary keeps counting), and a memory token and a current token get the same phase only
+when they hold the same place in their words; a stream read in segments equals one long pass.
+
 Examples::
 
     >>> cfg = TransformerXLConfig(vocab_size=27, n_layer=2, n_head=2, d_model=16, d_head=8,
@@ -116,7 +122,8 @@ class TransformerXLConfig:
     tie_weight: bool = False  # output layer = word table (vanilla only)
     init_std: float = 0.02
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"  # complex-order only
-    position_mode: Literal["stream", "segment"] = "stream"  # see the module docstring
+    position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
+    separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
 
@@ -136,6 +143,10 @@ def check_config(cfg: TransformerXLConfig) -> None:
         raise ValueError("model.tie_weight needs the real 'vanilla' embedding with d_embed == d_model")
     if cfg.network not in ("real", "complex"):
         raise ValueError(f"model.network must be 'real' or 'complex', got {cfg.network!r}")
+    if cfg.position_mode not in ("stream", "segment", "word"):
+        raise ValueError(f"model.position_mode must be 'stream', 'segment' or 'word', got {cfg.position_mode!r}")
+    if cfg.position_mode == "word" and not 0 <= cfg.separator_id < cfg.vocab_size:
+        raise ValueError(f"model.separator_id must be a token id in [0, {cfg.vocab_size}), got {cfg.separator_id}")
     if cfg.attention_score not in ("modulus", "real"):
         raise ValueError(f"model.attention_score must be 'modulus' or 'real', got {cfg.attention_score!r}")
     if cfg.network == "complex" and cfg.embedding == "vanilla":
@@ -455,6 +466,23 @@ class TransformerXL(nn.Module):
             x = self.emb_proj(x)
         return x * self.emb_scale
 
+    def positions(self, tokens: Tensor, memory: XLMemory) -> Tensor:
+        """The positions ``[B, L]`` at which ``tokens`` are embedded, by ``config.position_mode``.
+
+        ``"stream"``: ``memory.next_position + 0, 1, ...``; ``"segment"``: ``0, 1, ...`` in every
+        segment; ``"word"``: the character's offset in its word, the separator at 0 and the letters
+        after it at 1, 2, ... (carried across segments; a stream starts as if after a separator).
+        """
+        idx = torch.arange(tokens.shape[1], device=tokens.device).unsqueeze(0)
+        mode = self.config.position_mode
+        if mode == "segment":
+            return idx.expand_as(tokens)
+        if mode == "stream":
+            return memory.next_position.unsqueeze(1) + idx
+        offset = memory.next_position.clamp(min=1).unsqueeze(1)
+        last_sep = torch.where(tokens == self.config.separator_id, idx, -1).cummax(dim=1).values
+        return torch.where(last_sep >= 0, idx - last_sep, offset + idx)
+
     def forward(self, tokens: Tensor, memory: XLMemory | None = None,
                 positions: Tensor | None = None) -> tuple[Tensor, XLMemory]:
         if tokens.dim() != 2:
@@ -463,9 +491,7 @@ class TransformerXL(nn.Module):
         memory = self.init_memory(bsz) if memory is None else memory
         self._check_memory(memory, bsz)
         if positions is None:
-            offset = torch.zeros_like(memory.next_position) if self.config.position_mode == "segment" \
-                else memory.next_position
-            positions = offset.unsqueeze(1) + torch.arange(qlen, device=tokens.device)
+            positions = self.positions(tokens, memory)
         mlen = memory.length
         mask = causal_memory_mask(qlen, mlen, self.mem_len if self.same_length else None, device=tokens.device)
         r = self.drop(relative_position_encoding(mlen + qlen, self.config.d_model, self.clamp_len,
