@@ -243,10 +243,11 @@ def test_pretrained_amplitudes_and_freezing():
         co.ComplexOrderEmbedding(12, 5, amplitude_init=vectors)
 
 
-def test_sparse_gradients_equal_dense_ones():
+@pytest.mark.parametrize("fused", [True, False])
+def test_sparse_gradients_equal_dense_ones(fused):
     torch.manual_seed(0)
     dense = co.ComplexOrderEmbedding(20, 4, padding_idx=0, frequency_init="uniform")
-    sparse = co.ComplexOrderEmbedding(20, 4, padding_idx=0, frequency_init="uniform", sparse=True)
+    sparse = co.ComplexOrderEmbedding(20, 4, padding_idx=0, frequency_init="uniform", sparse=True, fused=fused)
     sparse.load_state_dict(dense.state_dict())
     tokens = torch.tensor([[0, 3, 3, 7, 19]])
     for emb in (dense, sparse):
@@ -316,6 +317,9 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
         emb(torch.tensor([[1, 2], [3, 4]]), torch.arange(3))
     with pytest.raises(ValueError, match=r"do not broadcast"):  # broadcasting would *grow* the tokens
         emb(torch.tensor([[1, 2]]), torch.zeros(3, 2))
+    for v, d in ((0, 4), (10, 0), (-1, 4)):
+        with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive, got {v} and {d}$"):
+            co.build_embedding(name, v, d)
 
 
 def test_unknown_names_list_the_valid_ones():
@@ -444,7 +448,9 @@ def test_frequency_init_options_fill_the_table_as_documented():
 
 
 @pytest.mark.parametrize("module", ["complexorder.embeddings", "complexorder.nn.linear", "complexorder.nn.conv",
-                                    "complexorder.nn.recurrent", "complexorder.models.seq2seq",
+                                    "complexorder.nn.recurrent", "complexorder.nn.attention",
+                                    "complexorder.nn.transformer", "complexorder.nn.normalization",
+                                    "complexorder.nn.activation", "complexorder.models.seq2seq",
                                     "complexorder.models.transformer_xl"])
 def test_docstring_examples_run_and_print_what_they_claim(module):
     import doctest

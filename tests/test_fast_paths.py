@@ -39,7 +39,7 @@ def both_paths(tokens, positions, r, w, theta, padding_idx, sparse, loss):
         if fused:
             out = complex_order_embedding(tokens, positions, r, w, theta, padding_idx, sparse)
         else:
-            out = complex_order_embedding_reference(tokens, positions, r, w, theta, padding_idx)
+            out = complex_order_embedding_reference(tokens, positions, r, w, theta, padding_idx, sparse)
         grads = torch.autograd.grad(loss(out), params)
         results.append((out, grads))
     return results, params
@@ -69,8 +69,8 @@ def test_fused_equals_reference_for_every_sharing_scheme(freq_share, amp_share, 
         assert torch.allclose(out, ref_out, atol=1e-12, rtol=0), pos_name
         for g, ref_g, p in zip(grads, ref_grads, params):
             assert g.shape == p.shape
-            assert g.is_sparse == (sparse and p.shape[0] == V), pos_name  # shared [1, D] tables stay dense
-            assert torch.allclose(dense(g), ref_g, atol=1e-10, rtol=0), pos_name
+            assert g.is_sparse == ref_g.is_sparse == (sparse and p.shape[0] == V), pos_name  # [1, D] stay dense
+            assert torch.allclose(dense(g), dense(ref_g), atol=1e-10, rtol=0), pos_name
 
 
 @pytest.mark.parametrize("loss_name", ["real part", "modulus", "view_as_real", "imag slice", "conjugate"])
@@ -115,6 +115,45 @@ def test_sparse_gradients_skip_padding_and_sum_repeated_words_like_nn_embedding(
         assert sorted(set(g._indices().tolist()[0])) == [4, 7]
     # word 4 at positions 0 and 2: dRe/dr = cos(w * 0) + cos(w * 2)
     assert torch.allclose(g_r.to_dense()[4], 1 + torch.cos(2 * w[4]).detach())
+
+
+def test_negative_padding_idx_counts_back_from_the_end_of_the_per_word_tables_like_f_embedding():
+    from complexorder.nn.wave import complex_vanilla_embedding, complex_vanilla_embedding_reference
+    tokens, pos = torch.tensor([[V - 1, 1, V - 1]]), torch.arange(3, dtype=D64)
+    for freq_share, amp_share in ((None, None), ("word", None), (None, "word")):
+        for fn in (complex_order_embedding, complex_order_embedding_reference):
+            r, w, _ = tables(freq_share, amp_share, False)
+            out = fn(tokens, pos, r, w, None, -1)
+            assert out[0, 0].abs().max() == 0 and out[0, 2].abs().max() == 0 and out[0, 1].abs().min() > 0
+            torch.testing.assert_close(out, fn(tokens, pos, r, w, None, V - 1))
+    r, theta = torch.randn(V, D, dtype=D64, requires_grad=True), torch.randn(V, D, dtype=D64, requires_grad=True)
+    for fn in (complex_vanilla_embedding, complex_vanilla_embedding_reference):
+        out = fn(tokens, r, theta, -1)
+        (g,) = torch.autograd.grad(out.real.sum(), r)
+        assert out[0, 0].abs().max() == 0 and g[V - 1].abs().max() == 0 and g[1].abs().min() > 0
+    r, w, _ = tables("word", "word", False)
+    with pytest.raises(ValueError, match=r"^padding_idx=-1 counts back from the end of a per-word table, but every "
+                                         r"table is word-shared \(\[1, D\]\); pass the padding token's id \(>= 0\)$"):
+        complex_order_embedding(tokens, pos, r, w, None, -1)
+    r, w, _ = tables(None, None, False)
+    with pytest.raises(ValueError, match=rf"^padding_idx must be within \[-{V}, {V}\) for tables of {V} rows, got {V}$"):
+        complex_order_embedding_reference(tokens, pos, r, w, None, V)
+
+
+def test_positions_that_require_grad_get_the_reference_gradient_on_the_fused_path():
+    r, w, theta = tables(None, None, True)
+    tokens = torch.tensor([[1, 4, 4, 2]])
+    grads = []
+    for fn in (complex_order_embedding, complex_order_embedding_reference):
+        pos = torch.tensor([0.5, 1.0, 2.0, 3.5], dtype=D64, requires_grad=True)
+        out = fn(tokens, pos, r, w, theta, 2)
+        grads.append(torch.autograd.grad(out.real.sum() + 3 * out.imag.sum(), pos)[0])
+    # d/dpos of r cos(w pos + theta) + 3 r sin(w pos + theta), summed over D; the padding token (2) gives 0
+    phase = w[tokens[0]] * torch.tensor([0.5, 1.0, 2.0, 3.5], dtype=D64).unsqueeze(1) + theta[tokens[0]]
+    by_hand = (r[tokens[0]] * w[tokens[0]] * (-torch.sin(phase) + 3 * torch.cos(phase))).sum(1).detach()
+    by_hand[3] = 0
+    torch.testing.assert_close(grads[0], by_hand)
+    torch.testing.assert_close(grads[1], by_hand)
 
 
 def test_fused_path_is_once_differentiable():

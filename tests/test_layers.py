@@ -342,6 +342,17 @@ def test_multihead_attention_key_padding_and_causal_masks():
     forbid = ~CF.causal_mask(6)
     out4, _ = mha(x, attn_mask=forbid)
     assert torch.allclose(out, out4)
+    # a per-sequence, per-head mask [B * H, Lq, Lk], as nn.MultiheadAttention takes it
+    per_head = forbid.expand(2 * 2, 6, 6).clone()
+    per_head[1] = False  # sequence 0, head 1: no mask
+    out5, w5 = mha(x, attn_mask=per_head, need_weights=True, average_attn_weights=False)
+    _, w_free = mha(x, need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(w5[0, 1], w_free[0, 1])
+    _, w_causal = mha(x, attn_mask=forbid, need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(w5[1], w_causal[1])  # sequence 1: both heads causal
+    assert not torch.allclose(w5[0, 0], w_free[0, 0])
+    with pytest.raises(ValueError, match=r"^attn_mask must be \[6, 6\] or \[B \* num_heads = 4, 6, 6\], got \(2, 6, 6\)$"):
+        mha(x, attn_mask=forbid.expand(2, 6, 6))
 
 
 def test_multihead_attention_cache_equals_full_pass():

@@ -257,6 +257,13 @@ class LearnedPositionalEmbedding(WordEmbedding):
 
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` real. Padding tokens embed to exactly zero.
+
+    Examples::
+
+        >>> emb = LearnedPositionalEmbedding(100, 8, max_positions=64, padding_idx=0)
+        >>> x = emb(torch.tensor([[5, 5, 0]]))
+        >>> x.shape, torch.equal(x[0, 0], x[0, 1])  # the same word at two positions differs
+        (torch.Size([1, 3, 8]), False)
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, max_positions: int = 512,
@@ -293,8 +300,19 @@ class SinusoidalPositionalEmbedding(WordEmbedding):
 
     The encoding is computed from the positions on the fly (no table, no length limit).
 
+    Args:
+        num_embeddings, embedding_dim, padding_idx, sparse: as :class:`WordEmbedding`.
+
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` real. Padding tokens embed to exactly zero.
+
+    Examples::
+
+        >>> emb = SinusoidalPositionalEmbedding(100, 8)
+        >>> x = emb(torch.tensor([[5, 5]]))
+        >>> pe = sinusoidal_position_encoding(torch.tensor([0.0, 1.0]), 8)  # paper Eq. 7
+        >>> torch.allclose(x[0, 1] - x[0, 0], pe[1] - pe[0], atol=1e-6)  # the same word, one position apart
+        True
     """
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
@@ -486,7 +504,7 @@ class ComplexOrderEmbedding(nn.Module):
             return complex_order_embedding(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
                                            self.padding_idx, self.sparse)
         return complex_order_embedding_reference(tokens, pos, self.amplitude, self.frequency,
-                                                 self.initial_phase, self.padding_idx)
+                                                 self.initial_phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
         options = [f"{name}={getattr(self, name)!r}" for name in ("frequency_sharing", "amplitude_sharing")
@@ -509,8 +527,25 @@ class ComplexVanillaEmbedding(nn.Module):
     Amplitudes as :class:`ComplexOrderEmbedding`; phases ``theta ~ U[-pi, pi)`` and trained.
     Positions are accepted (and validated) for the common call shape, then ignored.
 
+    Args:
+        num_embeddings: vocabulary size ``V``.
+        embedding_dim: ``D`` complex dimensions.
+        padding_idx: as in :class:`torch.nn.Embedding` (negative allowed); padding tokens embed to
+            exactly zero and their rows get no gradient.
+        amplitude_init: ``"normal"``, ``"ones"`` or a ``[V, D]`` tensor (e.g. word vectors).
+        sparse: sparse gradients for both tables (see :meth:`sparse_parameters`).
+
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` complex.
+
+    Examples::
+
+        >>> emb = ComplexVanillaEmbedding(100, 8, padding_idx=0)
+        >>> z = emb(torch.tensor([[5, 7, 5, 0]]))
+        >>> z.shape, z.dtype
+        (torch.Size([1, 4, 8]), torch.complex64)
+        >>> torch.equal(z[0, 0], z[0, 2]), bool(z[0, 3].abs().max() == 0)  # no position; padding is 0
+        (True, True)
     """
 
     is_complex = True
@@ -518,6 +553,8 @@ class ComplexVanillaEmbedding(nn.Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, device=None, dtype=None) -> None:
         super().__init__()
+        if num_embeddings <= 0 or embedding_dim <= 0:
+            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)

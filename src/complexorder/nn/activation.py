@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -28,6 +29,11 @@ class SplitActivation(nn.Module):
             a callable on real tensors.
 
     Shape: any complex tensor -> same shape.
+
+    Examples::
+
+        >>> SplitActivation("relu")(torch.tensor([1 - 2j, -3 + 4j]))
+        tensor([1.+0.j, 0.+4.j])
     """
 
     def __init__(self, activation: str | Callable[[Tensor], Tensor] = "relu") -> None:
@@ -49,7 +55,14 @@ class SplitActivation(nn.Module):
 
 
 class ComplexDropout(nn.Module):
-    """Dropout of whole complex units (one mask for both parts); see :func:`complex_dropout`."""
+    """Dropout of whole complex units (one mask for both parts); see :func:`complex_dropout`.
+
+    Examples::
+
+        >>> out = ComplexDropout(0.5)(torch.ones(1000, dtype=torch.complex64) * (1 + 1j))
+        >>> bool(((out.real == 0) == (out.imag == 0)).all())  # a unit is dropped whole, both parts
+        True
+    """
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
@@ -65,7 +78,13 @@ class ComplexDropout(nn.Module):
 
 
 class Modulus(nn.Module):
-    """Read-out ``|z|`` of the last complex layer (real output); ``eps`` as :func:`modulus`."""
+    """Read-out ``|z|`` of the last complex layer (real output); ``eps`` as :func:`modulus`.
+
+    Examples::
+
+        >>> Modulus()(torch.tensor([3 + 4j, -1j]))
+        tensor([5., 1.])
+    """
 
     def __init__(self, eps: float = 0.0) -> None:
         super().__init__()

@@ -12,20 +12,30 @@ __all__ = ["ComplexMultiheadAttention", "merge_masks"]
 
 
 def merge_masks(query_len: int, key_len: int, key_padding_mask: Tensor | None = None,
-                attn_mask: Tensor | None = None, is_causal: bool = False, device=None) -> Tensor | None:
-    """One boolean "allowed" mask ``[B|1, 1, Lq, Lk]`` from ``nn.MultiheadAttention``-style masks.
+                attn_mask: Tensor | None = None, is_causal: bool = False, device=None,
+                num_heads: int | None = None, batch_size: int | None = None) -> Tensor | None:
+    """One boolean "allowed" mask ``[B|1, H|1, Lq, Lk]`` from ``nn.MultiheadAttention``-style masks.
 
-    ``key_padding_mask [B, Lk]`` and ``attn_mask [Lq, Lk]`` follow ``nn.MultiheadAttention``:
-    True marks a key that must NOT be attended. ``is_causal`` adds the bottom-right aligned
-    causal mask of :func:`complexorder.nn.functional.causal_mask`.
+    ``key_padding_mask [B, Lk]`` and ``attn_mask`` follow ``nn.MultiheadAttention``: True marks a
+    key that must NOT be attended. ``attn_mask`` is ``[Lq, Lk]`` (every sequence and head) or
+    ``[B * num_heads, Lq, Lk]`` (one mask per sequence and head; needs ``num_heads`` and
+    ``batch_size``). ``is_causal`` adds the bottom-right aligned causal mask of
+    :func:`complexorder.nn.functional.causal_mask`.
     """
     allowed = None
     if attn_mask is not None:
         if attn_mask.dtype != torch.bool:
             raise TypeError(f"attn_mask must be boolean (True = not allowed), got dtype {attn_mask.dtype}")
-        if attn_mask.shape[-2:] != (query_len, key_len):
+        if attn_mask.dim() == 3 and num_heads is not None and batch_size is not None:
+            expected = (batch_size * num_heads, query_len, key_len)
+            if tuple(attn_mask.shape) != expected:
+                raise ValueError(f"attn_mask must be [{query_len}, {key_len}] or [B * num_heads = {expected[0]}, "
+                                 f"{query_len}, {key_len}], got {tuple(attn_mask.shape)}")
+            allowed = ~attn_mask.view(batch_size, num_heads, query_len, key_len)
+        elif attn_mask.shape != (query_len, key_len):
             raise ValueError(f"attn_mask must be [{query_len}, {key_len}], got {tuple(attn_mask.shape)}")
-        allowed = ~attn_mask
+        else:
+            allowed = ~attn_mask
     if is_causal:
         causal = CF.causal_mask(query_len, key_len, device=device)
         allowed = causal if allowed is None else allowed & causal
@@ -60,7 +70,7 @@ class ComplexMultiheadAttention(nn.Module):
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
 
     Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean
-    ``attn_mask [Lq, Lk]`` are True where attention is NOT allowed; ``is_causal=True`` lets query
+    ``attn_mask [Lq, Lk]`` or ``[B * num_heads, Lq, Lk]`` are True where attention is NOT allowed; ``is_causal=True`` lets query
     ``i`` see keys up to ``i + Lk - Lq`` (so a cached prefix of keys works for step-wise decoding).
     (:func:`complexorder.nn.functional.complex_scaled_dot_product_attention` itself takes the
     opposite, ``scaled_dot_product_attention`` convention: True = allowed.)
@@ -69,6 +79,16 @@ class ComplexMultiheadAttention(nn.Module):
         query ``[B, Lq, E]``, key/value ``[B, Lk, E]`` complex -> output ``[B, Lq, E]`` complex and,
         with ``need_weights=True``, weights averaged over heads ``[B, Lq, Lk]`` (``average_attn_weights=False``:
         ``[B, H, Lq, Lk]``).
+
+    Examples::
+
+        >>> attn = ComplexMultiheadAttention(16, 4)
+        >>> z = torch.randn(2, 5, 16, dtype=torch.complex64)
+        >>> out, w = attn(z, need_weights=True, is_causal=True)
+        >>> out.shape, out.dtype, w.shape
+        (torch.Size([2, 5, 16]), torch.complex64, torch.Size([2, 5, 5]))
+        >>> bool(w[:, 0, 1:].abs().max() == 0), torch.allclose(w.sum(-1), torch.ones(2, 5))  # causal; rows sum to 1
+        (True, True)
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -125,7 +145,8 @@ class ComplexMultiheadAttention(nn.Module):
                 v = torch.cat((cache["v"], v), dim=2)
         if cache is not None:
             cache["k"], cache["v"] = k, v
-        mask = merge_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask, is_causal, device=q.device)
+        mask = merge_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask, is_causal, device=q.device,
+                           num_heads=self.num_heads, batch_size=q.shape[0])
         out, weights = CF.complex_scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
                                                                score=self.score)
         out = self.out_proj(out.transpose(1, 2).reshape(query.shape[0], query.shape[1], self.embed_dim))

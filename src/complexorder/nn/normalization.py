@@ -20,6 +20,13 @@ class ComplexLayerNorm(nn.Module):
             (row 0 real part, row 1 imaginary part).
 
     Shape: ``[..., *normalized_shape]`` complex -> same.
+
+    Examples::
+
+        >>> norm = ComplexLayerNorm(8)
+        >>> out = norm(torch.randn(3, 8, dtype=torch.complex64) * 5 + 2)
+        >>> torch.allclose(out.real.mean(-1), torch.zeros(3), atol=1e-5), torch.allclose(out.imag.mean(-1), torch.zeros(3), atol=1e-5)
+        (True, True)
     """
 
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True,
@@ -56,6 +63,13 @@ class ComplexBatchNorm1d(nn.Module):
     Args: as :class:`torch.nn.BatchNorm1d` (``num_features`` complex channels).
 
     Shape: ``[N, C]`` or ``[N, C, L]`` complex -> same.
+
+    Examples::
+
+        >>> norm = ComplexBatchNorm1d(4)
+        >>> out = norm(torch.randn(32, 4, 10, dtype=torch.complex64) + 3j)
+        >>> out.shape, torch.allclose(out.imag.mean((0, 2)), torch.zeros(4), atol=1e-5)
+        (torch.Size([32, 4, 10]), True)
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,

@@ -60,16 +60,38 @@ __all__ = [
 ]
 
 
-def gather_rows(table: Tensor, tokens: Tensor) -> Tensor:
+def gather_rows(table: Tensor, tokens: Tensor, padding_idx: int | None = None, sparse: bool = False) -> Tensor:
     """Rows of a possibly shared ``[V|1, D|1]`` table for ``tokens`` of shape ``S``.
 
     Returns a tensor broadcastable to ``S + (D,)``: ``table[tokens]`` for a per-word table
-    (shape ``S + (table.shape[1],)``) and a broadcast view for a word-shared ``[1, D]`` table
-    (shape ``(1,) * len(S) + (D,)``). Differentiable with plain autograd.
+    (shape ``S + (table.shape[1],)``; ``padding_idx`` and ``sparse`` as in ``F.embedding``) and a
+    broadcast view for a word-shared ``[1, D]`` table (shape ``(1,) * len(S) + (D,)``, dense
+    gradient). Differentiable with plain autograd.
     """
     if table.shape[0] == 1:
         return table.view((1,) * tokens.dim() + (table.shape[1],))
-    return F.embedding(tokens, table)
+    return F.embedding(tokens, table, padding_idx, sparse=sparse)
+
+
+def resolve_padding_idx(padding_idx: int | None, *tables: Tensor | None) -> int | None:
+    """``padding_idx`` as a token id: a negative one counts back from the end of the per-word tables.
+
+    As ``F.embedding`` does with its weight; the vocabulary size is the row count of the per-word
+    (``[V, *]``) tables among ``tables``. Raises a one-line ``ValueError`` when it is out of range or
+    negative with every table word-shared (``[1, *]``: no vocabulary size to count back from).
+    """
+    if padding_idx is None:
+        return None
+    rows = [t.shape[0] for t in tables if t is not None and t.shape[0] != 1]
+    if not rows:
+        if padding_idx < 0:
+            raise ValueError(f"padding_idx={padding_idx} counts back from the end of a per-word table, but every "
+                             f"table is word-shared ([1, D]); pass the padding token's id (>= 0)")
+        return padding_idx
+    vocab = max(rows)
+    if not -vocab <= padding_idx < vocab:
+        raise ValueError(f"padding_idx must be within [-{vocab}, {vocab}) for tables of {vocab} rows, got {padding_idx}")
+    return padding_idx % vocab
 
 
 def complex_order_embedding_reference(
@@ -79,22 +101,27 @@ def complex_order_embedding_reference(
     frequency: Tensor,
     initial_phase: Tensor | None = None,
     padding_idx: int | None = None,
+    sparse: bool = False,
 ) -> Tensor:
     """Paper Eq. 5 with plain autograd: ``r[tokens] * exp(i (w[tokens] * pos + theta[tokens]))``.
 
     Args:
         tokens: integer tensor of shape ``S`` (already validated).
-        positions: real tensor broadcastable to ``S`` (already converted to the table dtype).
+        positions: real tensor broadcastable to ``S`` (already converted to the table dtype);
+            gradients flow to it when it requires one.
         amplitude, frequency, initial_phase: real tables of shape ``[V|1, D|1]``.
-        padding_idx: tokens equal to it embed to exactly zero.
+        padding_idx: tokens equal to it embed to exactly zero and give their rows no gradient; a
+            negative one counts back from the end of the per-word tables, as in ``F.embedding``.
+        sparse: sparse COO gradients for the per-word tables, as ``F.embedding(sparse=True)``.
 
     Returns:
         complex tensor of shape ``S + (D,)``.
     """
-    r = gather_rows(amplitude, tokens)
-    phase = gather_rows(frequency, tokens) * positions.unsqueeze(-1)
+    padding_idx = resolve_padding_idx(padding_idx, amplitude, frequency, initial_phase)
+    r = gather_rows(amplitude, tokens, padding_idx, sparse)
+    phase = gather_rows(frequency, tokens, padding_idx, sparse) * positions.unsqueeze(-1)
     if initial_phase is not None:
-        phase = phase + gather_rows(initial_phase, tokens)
+        phase = phase + gather_rows(initial_phase, tokens, padding_idx, sparse)
     dim = max(amplitude.shape[1], frequency.shape[1],
               1 if initial_phase is None else initial_phase.shape[1])
     shape = tuple(tokens.shape) + (dim,)
@@ -280,21 +307,30 @@ def complex_order_embedding(
 ) -> Tensor:
     """Fused paper Eq. 5; same contract and result as :func:`complex_order_embedding_reference`.
 
-    Gradients flow to ``amplitude``, ``frequency`` and ``initial_phase`` (not to ``positions``,
-    which are treated as data); the function is differentiable once (no double backward: use the
-    reference for that). With ``sparse=True`` the gradients of per-word ``[V, *]`` tables are
+    Gradients flow to ``amplitude``, ``frequency`` and ``initial_phase``; ``positions`` that require
+    a gradient take the reference path, so that they get one too. The fused path is differentiable
+    once (no double backward: use the reference for that). A negative ``padding_idx`` counts back
+    from the end of the per-word tables, as in ``F.embedding``. With ``sparse=True`` the gradients of per-word ``[V, *]`` tables are
     uncoalesced ``torch.sparse_coo_tensor`` over the batch's token rows, padding rows left out, as
     ``nn.Embedding(sparse=True)`` gives: pair them with ``torch.optim.SparseAdam`` (or ``SGD``,
     ``Adagrad``) and the other parameters with ``Adam`` (see the module docstring). Word-shared
     ``[1, D]`` tables always get dense gradients.
     """
+    padding_idx = resolve_padding_idx(padding_idx, amplitude, frequency, initial_phase)
+    if positions.requires_grad and torch.is_grad_enabled():
+        return complex_order_embedding_reference(tokens, positions, amplitude, frequency, initial_phase,
+                                                 padding_idx, sparse)
     return _ComplexOrderWave.apply(tokens, positions, amplitude, frequency, initial_phase,
                                    padding_idx, sparse)
 
 
 def complex_vanilla_embedding_reference(tokens: Tensor, amplitude: Tensor, phase: Tensor,
                                         padding_idx: int | None = None, sparse: bool = False) -> Tensor:
-    """Complex-vanilla (Wang et al. 2019): ``r[tokens] * exp(i theta[tokens])``, position-free, plain autograd."""
+    """Complex-vanilla (Wang et al. 2019): ``r[tokens] * exp(i theta[tokens])``, position-free, plain autograd.
+
+    ``padding_idx`` (negative: counted back from the end of the tables) and ``sparse`` as in ``F.embedding``.
+    """
+    padding_idx = resolve_padding_idx(padding_idx, amplitude, phase)
     r = F.embedding(tokens, amplitude, padding_idx, sparse=sparse)
     theta = F.embedding(tokens, phase, padding_idx, sparse=sparse)
     if padding_idx is not None:
@@ -306,6 +342,7 @@ def complex_vanilla_embedding(tokens: Tensor, amplitude: Tensor, phase: Tensor,
                               padding_idx: int | None = None, sparse: bool = False) -> Tensor:
     """Complex-vanilla, fused: the native kernel (with no frequency table) for CPU float32 ``[V, D]``
     tables, else :func:`complex_vanilla_embedding_reference`. Same contract and result."""
+    padding_idx = resolve_padding_idx(padding_idx, amplitude, phase)
     if native.supports(tokens, None, amplitude, None, phase):
         return _ComplexOrderWave.apply(tokens, None, amplitude, None, phase, padding_idx, sparse)
     return complex_vanilla_embedding_reference(tokens, amplitude, phase, padding_idx, sparse)
