@@ -460,3 +460,17 @@ def test_word_positions_count_letters_from_the_last_space_across_segments():
     torch.testing.assert_close(torch.cat([a, b], 1), whole, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match=r"^model.separator_id must be a token id in \[0, 27\), got 27$"):
         tiny("complex-order", position_mode="word", separator_id=27)
+
+
+def test_pe_control_adds_a_learned_vector_per_word_offset_clamped_to_its_table():
+    model = tiny("pe", position_mode="word", max_positions=3)
+    tokens = torch.tensor([[1, 2, 3, 4, 0, 5]])  # offsets 1 2 3 4 0 1 -> clamped to 1 2 2 2 0 1
+    emb = model.word_emb
+    by_hand = emb.weight[tokens[0]] + emb.position_weight[torch.tensor([1, 2, 2, 2, 0, 1])]
+    positions = model.positions(tokens, model.init_memory(1))
+    torch.testing.assert_close(model.embed(tokens, positions)[0], by_hand * math.sqrt(16))
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in tiny().parameters()) + 3 * 16
+    assert emb.position_weight.std() < 0.05  # Dai et al.'s N(0, init_std), like the word table
+    with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex embedding \('complex-vanilla' or "
+                                         r"'complex-order'\), got 'pe'$"):
+        tiny("pe", network="complex")

@@ -30,11 +30,11 @@ from make_table6 import VARIANTS, read_jsonl  # this directory is on sys.path wh
 
 def label_of(embedding: str, config: dict) -> str:
     """The embedding, plus what differs from the Table 6 setting: complex network, frequency lr scale."""
-    parts = [embedding]
+    parts = ["vanilla + learned positions" if embedding == "pe" else embedding]
     if config["model"].get("network", "real") == "complex":
         score = config["model"].get("attention_score", "modulus")
         parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
-    if embedding == "complex-order" and config["model"].get("position_mode") == "word":
+    if embedding in ("complex-order", "pe") and config["model"].get("position_mode") == "word":
         parts.append("word positions")
     scale = config["train"].get("frequency_lr_scale", 1.0)
     if scale != 1.0:
@@ -123,7 +123,10 @@ def main() -> None:
              "model.network=complex`: d_model = 128 complex dimensions, one real weight set applied to both "
              "parts, attention score |AC| + |BD|, modulus read-out; the authors' Transformer-XL design) instead "
              "of feeding [Re, Im] to the real network; \"frequency lr x0.1\" scales the frequencies' learning "
-             "rate by 0.1 (`--set train.frequency_lr_scale=0.1`). Each row: the weights with the best validation BPC during training, evaluated on the full valid "
+             "rate by 0.1 (`--set train.frequency_lr_scale=0.1`); \"word positions\" embeds each character at its offset in "
+             "its word, the space at 0 (`--set model.position_mode=word`, an extension), instead of restarting "
+             "positions in every segment; \"vanilla + learned positions\" adds to vanilla's word vector a learned vector "
+             "per position (`--embedding pe`, 64 positions, 8,192 parameters more), the control for those positions. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
              "and test splits with the training lengths (segments of 64, memory 64). One thread per training, two "
              "trainings at a time on a 2-core CPU. The per-run summaries behind this table are in "
              f"`{records_path.as_posix()}`.", "",
@@ -153,6 +156,8 @@ def main() -> None:
         refs = [] if v == "vanilla" else ["vanilla"] + ([results[(v, mine[0])]["embedding"]] if v not in VARIANTS else [])
         if v.startswith("complex-order, complex network"):
             refs.append(v.replace("complex-order", "complex-vanilla", 1))
+        if v.startswith("vanilla + learned positions"):  # the control: same positions, real embedding
+            refs[1:] = [v.replace("vanilla + learned positions", "complex-order", 1)]
         if not refs:
             lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — | — |")
         for i, ref in enumerate(refs):
@@ -164,7 +169,8 @@ def main() -> None:
               f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {args.runs}/corpus --out {args.runs}/v-ss "
               "--embedding v --set train.seed=s   # complex-order: also --set model.frequency_init=zeros",
               "#   complex network rows: also --set model.network=complex; frequency lr x0.1 rows: complex-order with "
-              "also --set train.frequency_lr_scale=0.1",
+              "also --set train.frequency_lr_scale=0.1; word positions rows: complex-order with also "
+              "--set model.position_mode=word (vanilla + learned positions: --embedding pe with it)",
               f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {args.runs}/v-ss/best.pt --corpus {args.runs}/corpus "
               f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {args.runs}/eval_train_lengths.jsonl",
               f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --records {records_path.as_posix()} --out {args.out}"

@@ -19,7 +19,7 @@ from ..environment import set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
-EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order")
+EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

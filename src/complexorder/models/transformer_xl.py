@@ -13,6 +13,9 @@ embedding with our proposed embedding under the same setting"):
 ``"vanilla"``          a real word table ``WE_j`` (Dai et al.)
 ``"complex-vanilla"``  ``r_j exp(i theta_j)`` (no position)
 ``"complex-order"``    ``r_j exp(i w_j pos)`` (paper Eq. 5 without initial phases)
+``"pe"``               ``WE_j + P_pos``: the real table plus a learned vector per position (a control
+                       for the positions given to complex-order, e.g. ``position_mode="word"``;
+                       positions above ``max_positions - 1`` share its vector)
 =====================  ======================================================================
 
 **How a complex embedding enters the network** (``network``):
@@ -94,7 +97,9 @@ __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel
            "TransformerXLLayer", "XL_EMBEDDINGS"]
 
 #: Transformer-XL variant -> name in :func:`complexorder.build_embedding`.
-XL_EMBEDDINGS = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order"}
+XL_EMBEDDINGS = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order", "pe": "pe"}
+#: The variants with a real embedding.
+REAL_EMBEDDINGS = ("vanilla", "pe")
 
 
 @dataclass
@@ -106,7 +111,7 @@ class TransformerXLConfig:
     """
 
     vocab_size: int = 27
-    embedding: Literal["vanilla", "complex-vanilla", "complex-order"] = "vanilla"
+    embedding: Literal["vanilla", "complex-vanilla", "complex-order", "pe"] = "vanilla"
     n_layer: int = 6
     n_head: int = 8
     d_model: int = 512
@@ -124,6 +129,7 @@ class TransformerXLConfig:
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"  # complex-order only
     position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
     separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
+    max_positions: int = 64  # embedding="pe": size of its position table (larger positions are clamped)
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
 
@@ -136,7 +142,9 @@ def check_config(cfg: TransformerXLConfig) -> None:
     d_embed = cfg.d_model if cfg.d_embed is None else cfg.d_embed
     if d_embed <= 0:
         raise ValueError(f"model.d_embed must be positive, got {d_embed}")
-    if cfg.embedding != "vanilla" and d_embed % 2:
+    if cfg.embedding not in XL_EMBEDDINGS:
+        raise ValueError(f"model.embedding must be one of {', '.join(map(repr, XL_EMBEDDINGS))}, got {cfg.embedding!r}")
+    if cfg.embedding not in REAL_EMBEDDINGS and d_embed % 2:
         raise ValueError(f"model.d_embed must be even for a complex embedding ([Re z, Im z] of d_embed/2 "
                          f"complex dimensions), got {d_embed}")
     if cfg.tie_weight and (cfg.embedding != "vanilla" or d_embed != cfg.d_model):
@@ -149,9 +157,11 @@ def check_config(cfg: TransformerXLConfig) -> None:
         raise ValueError(f"model.separator_id must be a token id in [0, {cfg.vocab_size}), got {cfg.separator_id}")
     if cfg.attention_score not in ("modulus", "real"):
         raise ValueError(f"model.attention_score must be 'modulus' or 'real', got {cfg.attention_score!r}")
-    if cfg.network == "complex" and cfg.embedding == "vanilla":
+    if cfg.network == "complex" and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
-                         "got 'vanilla'")
+                         f"got {cfg.embedding!r}")
+    if cfg.embedding == "pe" and cfg.max_positions <= 0:
+        raise ValueError(f"model.max_positions must be positive, got {cfg.max_positions}")
     if cfg.network == "complex" and cfg.d_embed is not None:
         raise ValueError(f"model.d_embed must be unset with model.network = 'complex' (the embedding has d_model = "
                          f"{cfg.d_model} complex dimensions), got {cfg.d_embed}")
@@ -380,11 +390,12 @@ class TransformerXL(nn.Module):
         self.config = config
         d_embed = config.d_model if config.d_embed is None else config.d_embed
         self.d_embed = d_embed
-        options = {"frequency_init": config.frequency_init} if config.embedding == "complex-order" else {}
+        options = {"frequency_init": config.frequency_init} if config.embedding == "complex-order" else \
+            {"max_positions": config.max_positions} if config.embedding == "pe" else {}
         self.complex_network = config.network == "complex"
         if self.complex_network:
             d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
-        width = d_embed if config.embedding == "vanilla" or self.complex_network else d_embed // 2
+        width = d_embed if config.embedding in REAL_EMBEDDINGS or self.complex_network else d_embed // 2
         self.word_emb = build_embedding(XL_EMBEDDINGS[config.embedding], config.vocab_size, width, **options)
         self.emb_proj = (nn.Linear(d_embed, config.d_model, bias=False)
                          if d_embed != config.d_model and not self.complex_network else None)
@@ -424,6 +435,8 @@ class TransformerXL(nn.Module):
             nn.init.normal_(self.word_emb.amplitude, 0.0, std * math.sqrt(2.0))
         else:
             nn.init.normal_(self.word_emb.weight, 0.0, std)
+            if self.config.embedding == "pe":
+                nn.init.normal_(self.word_emb.position_weight, 0.0, std)
 
     def reset_length(self, mem_len: int | None = None, same_length: bool | None = None,
                      clamp_len: int | None = None) -> None:
@@ -461,6 +474,8 @@ class TransformerXL(nn.Module):
         if self.complex_network:
             z = self.word_emb(tokens, positions)
             return torch.stack([z.real, z.imag]) * self.emb_scale
+        if self.config.embedding == "pe":
+            positions = positions.clamp(0, self.config.max_positions - 1)
         x = complex_to_real(self.word_emb(tokens, positions))
         if self.emb_proj is not None:
             x = self.emb_proj(x)
