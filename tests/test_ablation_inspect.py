@@ -101,13 +101,22 @@ def test_inspect_writes_the_figures_and_table7(tmp_path):
     assert written["dims"] == [0, 3, 2]  # |ω| of "worst" = 1, 2, 3, 2: slowest dim 0, middle (stable) 3, fastest 2
 
 
+def test_inspect_cli_writes_under_runs_inspect_by_default(tmp_path, monkeypatch):
+    from complexorder.cli import main
+
+    path, _ = classifier_checkpoint(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["inspect", str(path), "--top", "2"]) == 0
+    assert (tmp_path / "runs" / "inspect" / path.stem / "table7.md").exists()
+
 
 def test_inspect_bad_input(tmp_path):
     path, _ = classifier_checkpoint(tmp_path)
     with pytest.raises(ValueError, match=r"word 'wrost' is not in the checkpoint's vocabulary \(6 words\); near matches: worst"):
         inspect_checkpoint(path, tmp_path / "o", word="wrost")
-    with pytest.raises(ValueError, match="--dims: dimension 9 is outside 0..3"):
-        inspect_checkpoint(path, tmp_path / "o", word="worst", dims=[9])
+    with pytest.raises(ValueError, match="^--dims: dimension 9 is outside 0..3$"):
+        inspect_checkpoint(path, tmp_path / "fresh", word="worst", dims=[9])
+    assert not (tmp_path / "fresh").exists()  # checked before anything is written
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(PermissionError, match="cannot create directory"):
@@ -277,3 +286,13 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(tmp_path / "nope.jsonl"),
                  "--out", str(out)]) == 2
     assert f"results file {tmp_path / 'nope.jsonl'} does not exist" in capsys.readouterr().err
+    # without --out the table goes beside the results file, never into the committed benchmarks/results
+    assert main(["ablate", "--report-only", "--results", str(explore)]) == 0
+    assert (tmp_path / "table4.md").read_text().startswith("# Table 4")
+    # records of another grid are refused, not rendered as a contradictory Table 4
+    cr = tmp_path / "cr.jsonl"
+    cr.write_text(json.dumps({**json.loads(paper.read_text().splitlines()[0]), "dataset": "CR"}) + "\n")
+    assert main(["ablate", "--report-only", "--results", str(cr), "--out", str(tmp_path / "x.md")]) == 2
+    assert (f"{cr} hold(s) records that are not Table 4's (the Transformer on SST-2): CR transformer; render "
+            "classification results with complexorder report") in capsys.readouterr().err
+    assert not (tmp_path / "x.md").exists()

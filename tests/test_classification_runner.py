@@ -123,7 +123,7 @@ def test_wilcoxon_marks_on_a_hand_made_example():
 
 
 def test_report_target_line_without_any_paired_baseline_says_so():
-    # only the complex-order row measured: no "0/0 baselines (all beaten)" claim
+    # only the complex-order row measured: no "0/0 baselines (at or above all)" claim
     records = [{"dataset": "MPQA", "model": "transformer", "variant": "complex-order", "split": f"fold-{i}",
                 "test_accuracy": 0.83, "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"} for i in range(3)]
     # a baseline on other folds does not pair either
@@ -132,7 +132,24 @@ def test_report_target_line_without_any_paired_baseline_says_so():
     text = render_table2(records)
     assert ("- Transformer on MPQA (n = 3): complex-order 0.830; no baseline measured on the same folds / seeds; "
             "paper complex-order 0.863: 3.3 points below.") in text
-    assert "0/0" not in text and "all beaten" not in text
+    assert "0/0" not in text and "at or above all" not in text
+
+
+def test_report_writes_beside_its_results_by_default_and_creates_nothing_when_it_fails(tmp_path, monkeypatch, capsys):
+    from complexorder.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--results", "nosuch.jsonl"]) == 2
+    assert "nosuch.jsonl" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+    runs = tmp_path / "runs" / "mine"
+    runs.mkdir(parents=True)
+    (runs / "results.jsonl").write_text("".join(json.dumps(
+        {"dataset": "MR", "model": "cnn", "variant": v, "split": f"fold-{i}", "test_accuracy": 0.7 + 0.01 * i,
+         "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"}) + "\n" for v in ("tpe", "complex-order")
+        for i in range(3)))
+    assert main(["report", "--results", str(runs / "results.jsonl")]) == 0
+    assert sorted(p.name for p in runs.iterdir()) == ["fig2_epoch_time.png", "results.jsonl", "table2.md"]
+    assert not (tmp_path / "benchmarks").exists()
 
 
 def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
@@ -150,7 +167,7 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
                     "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"})
     text = render_table2(records)
     assert "| CNN | pe | 0.751 [n=1] (0.816) |" in text
-    assert "complex-order 0.753 ≥ 1/2 baselines (pe not beaten)" in text  # 0.750 < 0.751 on fold-0
+    assert "complex-order 0.753 ≥ 1/2 baselines (pe above it)" in text  # 0.750 < 0.751 on fold-0
     records.pop()
     assert "## Word vectors" not in text  # no unit used pretrained vectors
     records[0]["vectors"] = {"path": "v.txt", "coverage": 0.9, "sha256": "ab12"}
@@ -301,9 +318,16 @@ def test_extends_errors_name_the_file_and_what_to_do(tmp_path):
         read_extended_toml(no_results, "ablation")
     missing = tmp_path / "b.toml"
     missing.write_text('extends = "tabel4"\nresults = "r.jsonl"\n')
-    with pytest.raises(FileNotFoundError, match=r"^config tabel4 not found: give a TOML file path or one of the "
-                                                r"built-in ablation configs: table4$"):
+    with pytest.raises(FileNotFoundError, match=r"^config tabel4 not found: give a TOML file path \(relative to the "
+                                                r"extending file\) or a built-in config: table4 \(ablation\), "
+                                                r"table2 \(classification\)$"):
         read_extended_toml(missing, "ablation")
+    # classify and ablate run the same grid: each extends the other's built-ins
+    across = tmp_path / "across.toml"
+    across.write_text('extends = "table4"\nresults = "r.jsonl"\n')
+    assert read_extended_toml(across, "classification")["datasets"] == ["SST2-sent"]
+    across.write_text('extends = "table2"\nresults = "r.jsonl"\n')
+    assert "MR" in read_extended_toml(across, "ablation")["datasets"]
     (tmp_path / "c.toml").write_text('extends = "d.toml"\nresults = "r.jsonl"\n')
     (tmp_path / "d.toml").write_text('extends = "c.toml"\nresults = "r.jsonl"\n')
     with pytest.raises(ValueError, match=r"^config file .*d.toml: extends 'c.toml' makes a cycle "
@@ -431,7 +455,7 @@ def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     text = render_table2(records)
     assert "| CNN | complex-order, frequency lr x0.1 | 0.805§†‡* |" in text  # one-sided p = 1/64 < 0.05
     assert "| CNN | complex-order | 0.695 (0.825) |" in text
-    assert "- CNN on MR (n = 6): complex-order, frequency lr x0.1 0.805 ≥ 4/4 baselines (all beaten); significant over 4/4" in text
+    assert "- CNN on MR (n = 6): complex-order, frequency lr x0.1 0.805 ≥ 4/4 baselines (at or above all); significant over 4/4" in text
     assert "- CNN on MR (n = 6): complex-order 0.695 ≥ 0/4 baselines" in text
 
 
@@ -521,3 +545,33 @@ def test_results_record_the_library_versions_the_vectors_were_trained_with(tmp_p
     assert "trained_with" not in second["vectors"]
     assert {k: v for k, v in first["vectors"].items() if k != "trained_with"} == second["vectors"]
     assert first["config_hash"] == second["config_hash"] and first["test_accuracy"] == second["test_accuracy"]
+
+
+def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_they_do_not_apply(capsys):
+    from complexorder.cli import main
+
+    for text, message in (("3-1", "--folds: '3-1' selects nothing (a range is low-high, e.g. '1-3')"),
+                          ("0,2,0", "--folds: 0 given more than once in '0,2,0'")):
+        assert main(["classify", "--datasets", "CR", "--folds", text, "--dry-run"]) == 2
+        assert capsys.readouterr().err == f"complexorder: error: {message}\n"
+    assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
+                 "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert out.err == ("complexorder: note: --folds applies to the CV data sets only; TREC runs seeds 1, 2, 3, 4, 5, "
+                       "6 (choose them with --seeds)\n")
+    assert out.out.splitlines()[:2] == ["CR cnn tpe fold-4", "TREC cnn tpe seed-1"]
+    assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
+                 "--seeds", "2", "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out.splitlines() == ["CR cnn tpe fold-4", "TREC cnn tpe seed-2"]
+
+
+def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read(tmp_path):
+    grid = tiny_grid(tmp_path, models=["cnn"], vectors=str(tmp_path / "nope.txt"), data_dir=str(tmp_path / "no-data"))
+    with pytest.raises(FileNotFoundError, match=rf"^vectors file {tmp_path / 'nope.txt'} \(config `vectors` / "
+                                                r"--vectors\) does not exist; create one with `complexorder vectors "
+                                                r"train`, or pass another with --vectors$"):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    # a grid that needs no vectors (the Transformer) does not ask for them
+    transformer = tiny_grid(tmp_path / "t", models=["transformer"], vectors=str(tmp_path / "nope.txt"), folds=[0])
+    assert len(run_grid(transformer, progress=False, log=lambda *_: None)) == 5

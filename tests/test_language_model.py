@@ -300,6 +300,17 @@ def test_proxy_corpus_is_normalised_deduplicated_deterministic_and_split(tmp_pat
     assert decode_text8(loaded["valid"]) == (tmp_path / "a" / "valid.txt").read_text()
 
 
+def test_build_corpus_cli_reads_the_data_directory_by_default(tmp_path, capsys):
+    write_sources(tmp_path / "data")
+    assert main(["lm", "build-corpus", "--data-dir", str(tmp_path / "data")]) == 0
+    assert (tmp_path / "data" / "text8-proxy" / "train.txt").stat().st_size > 0  # read from and written into it
+    assert main(["lm", "build-corpus", "--data-dir", str(tmp_path / "empty"), "--source-dir", str(tmp_path / "data"),
+                 "--out", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "c" / "train.txt").read_bytes() == (tmp_path / "data" / "text8-proxy" / "train.txt").read_bytes()
+    assert main(["lm", "build-corpus", "--data-dir", str(tmp_path / "nope")]) == 2
+    assert f"source directory {tmp_path / 'nope'} does not exist" in capsys.readouterr().err
+
+
 def test_corpus_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="corpus directory .*nope does not exist"):
         load_corpus(tmp_path / "nope")
@@ -394,6 +405,13 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     assert out["eval"]["mem_len"] == 32 and 0 < out["test_bpc"] < 6 and out["valid_chars"] > 0
     direct = evaluate_checkpoint(ck, corpus, splits=("test",), progress=False)
     assert direct["test_bpc"] == pytest.approx(out["test_bpc"])
+    # --max-chars: the first N characters of each split, recorded with the result
+    assert main(["lm", "eval", "--checkpoint", str(ck), "--corpus", str(corpus), "--no-progress", "--splits", "test",
+                 "--max-chars", "100"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    first = evaluate_checkpoint(ck, corpus, splits=("test",), progress=False, max_chars=100)
+    assert short["max_chars"] == 100 and short["test_bpc"] == pytest.approx(first["test_bpc"])
+    assert short["test_chars"] < out["test_chars"] and short["test_chars"] <= 100
 
 
 def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
@@ -474,3 +492,18 @@ def test_pe_control_adds_a_learned_vector_per_word_offset_clamped_to_its_table()
     with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex embedding \('complex-vanilla' or "
                                          r"'complex-order'\), got 'pe'$"):
         tiny("pe", network="complex")
+
+
+def test_set_errors_name_the_option_not_the_config_file(tmp_path, capsys):
+    base = ["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]
+    for extra, message in (
+            (["--set", "train.max_step=5"], "--set train.max_step: unknown key 'max_step' in [train]; valid keys: "
+                                            "tgt_len, batch_size, max_steps, "),
+            (["--set", "train.lr=fast"], "--set train.lr: expected a number, got 'fast'"),
+            (["--set", "model.n_layer.x=3"], "--set model.n_layer.x: 'model.n_layer' is a value, not a section"),
+            (["--set", "optim.lr=1"], "--set optim.lr: unknown key 'optim' in the top level; valid keys: model, "
+                                      "train, eval"),
+            (["--max-steps", "-5"], "--max-steps must be positive, got -5")):
+        assert main(base + extra) == 2
+        assert capsys.readouterr().err.startswith(f"complexorder: error: {message}")
+    assert not (tmp_path / "o").exists()

@@ -252,7 +252,7 @@ def test_packaged_configs_load_and_cpu_variants_share_budget_and_parameter_count
     counts = [sum(p.numel() for p in TransformerSeq2Seq(c.model, vocab, vocab).parameters()) for c in cpu]
     assert max(counts) / min(counts) <= 1.10
     assert resolve_config("cpu-vanilla", {"train.lr": 0.01}).train.lr == 0.01
-    with pytest.raises(ValueError, match=r"unknown key 'warmup'"):
+    with pytest.raises(ValueError, match=r"^--set train.warmup: unknown key 'warmup' in \[train\]; valid keys: "):
         resolve_config("cpu-vanilla", {"train.warmup": 3})
     with pytest.raises(FileNotFoundError, match="neither a file nor a packaged config"):
         resolve_config("gpu-huge")
@@ -532,3 +532,10 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, t
     with pytest.raises(ValueError, match=r"was trained with another config \(train.frequency_lr_scale: 1.0 in the "
                                          r"checkpoint, 0.5 asked\)"):
         train_translation(other, old, toy_data, progress=False, log=lambda m: None)
+
+
+def test_a_bad_model_setting_fails_before_any_data_is_read_or_directory_made(tmp_path):
+    config = resolve_config("cpu-complex-order", {"model.nhead": 3})
+    with pytest.raises(ValueError, match=r"^d_model \(128\) must be divisible by nhead \(3\)$"):
+        train_translation(config, tmp_path / "run", tmp_path / "no-data", progress=False)
+    assert not (tmp_path / "run").exists()

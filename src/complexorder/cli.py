@@ -50,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # the reader went away (`complexorder classify --dry-run | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that Python's flush at exit does not fail again
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
     except USER_ERRORS as exc:
         if os.environ.get("COMPLEXORDER_DEBUG"):
             raise

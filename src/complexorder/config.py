@@ -21,7 +21,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "read_toml", "find_config",
+__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
 T = TypeVar("T")
@@ -111,6 +111,26 @@ def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
         raise ValueError(f"{where}: {exc}") from None
 
 
+def check_overrides(cls: type, overrides: dict[str, Any], option: str = "--set") -> None:
+    """One-line errors naming ``option`` for dotted keys (``train.lr``) that ``cls`` lacks or values of the wrong type.
+
+    Checked before the overrides are merged into a config file, so that a misspelt ``--set`` key is
+    blamed on the option, not on the file it would have been merged into.
+    """
+    for dotted, value in overrides.items():
+        node, parts = cls, dotted.split(".")
+        for i, part in enumerate(parts):
+            section = ".".join(parts[:i])
+            if not dataclasses.is_dataclass(node):
+                raise ValueError(f"{option} {dotted}: {section!r} is a value, not a section")
+            fields = [f.name for f in dataclasses.fields(node)]
+            if part not in fields:
+                where = f"[{section}]" if section else "the top level"
+                raise ValueError(f"{option} {dotted}: unknown key {part!r} in {where}; valid keys: {', '.join(fields)}")
+            node = typing.get_type_hints(node)[part]
+        _check_value(value, node, f"{option} {dotted}")
+
+
 def load_config(source: str | Path | dict, cls: type[T]) -> T:
     """Load ``cls`` from a TOML file path or a dict."""
     if isinstance(source, dict):
@@ -158,6 +178,22 @@ def find_config(name_or_path: str | Path, task: str) -> Path:
                             f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")
 
 
+#: Tasks whose configs are the same grid (``GridConfig``): each may extend the other's built-ins.
+GRID_TASKS = ("classification", "ablation")
+
+
+def _find_base(name: str, task: str) -> Path:
+    """The config ``extends`` names: a built-in of ``task`` or, for a grid, of the other grid task."""
+    tasks = (task, *(t for t in GRID_TASKS if t != task)) if task in GRID_TASKS else (task,)
+    for t in tasks:
+        builtin = Path(__file__).parent / "configs" / t / f"{Path(name).stem}.toml"
+        if Path(name).parent == Path(".") and builtin.is_file():
+            return builtin
+    names = ", ".join(f"{c} ({t})" for t in tasks for c in builtin_configs(t)) or "(none)"
+    raise FileNotFoundError(f"config {name} not found: give a TOML file path (relative to the extending file) "
+                            f"or a built-in config: {names}")
+
+
 #: Keys an ``extends`` file never inherits: where its results go and what it is called are its own.
 NOT_INHERITED = ("name", "results", "checkpoint_dir")
 
@@ -192,7 +228,7 @@ def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()
         raise ValueError(f"config file {path} extends {base_name!r} but gives no results file of its own; "
                          f"add e.g. results = \"runs/{path.stem}.jsonl\" (results are not inherited)")
     relative = path.parent / base_name
-    base_path = relative if relative.is_file() else find_config(base_name, task)
+    base_path = relative if relative.is_file() else _find_base(base_name, task)
     chain = (*_chain, str(path.resolve()))
     if str(base_path.resolve()) in chain:
         raise ValueError(f"config file {path}: extends {base_name!r} makes a cycle "

@@ -272,6 +272,11 @@ def write_table4(results: list[str], out) -> str:
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
+    other = sorted({f"{r['dataset']} {r['model']}" for r in records
+                    if r["dataset"] not in ("SST2", "SST2-sent") or r["model"] != "transformer"})
+    if other:
+        raise ValueError(f"{', '.join(map(str, results))} hold(s) records that are not Table 4's (the Transformer on "
+                         f"SST-2): {', '.join(other)}; render classification results with complexorder report")
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
     text = render_table4(records, commands)
     atomic_write_text(out, text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .classification_cli import add_grid_arguments, parse_ints, run_classify
 
@@ -12,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Runs every variant of the ablation config with the classification runner "
                                    "(finished units are skipped), then renders the table.")
     add_grid_arguments(a, "table4")
-    a.add_argument("--out", default="benchmarks/results/table4.md", help="Markdown table to write")
+    a.add_argument("--out", help="Markdown table to write (default: table4.md beside the results file; the "
+                                 "committed benchmarks/results/table4.md is written only when named)")
     a.add_argument("--report-only", action="store_true", help="only render the table from the results file")
     a.add_argument("--also-results", action="append", default=[], metavar="FILE",
                    help="render the records of this results file too (repeatable), e.g. "
@@ -23,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="δ_j = mean_d |ω_j,d| per word: its density (Fig. 3), the 50 greatest and 50 "
                                    "smallest (Table 7), and a chosen word as waves over positions (Fig. 1).")
     i.add_argument("checkpoint", help="a classifier checkpoint (classify/ablate with --checkpoint-dir)")
-    i.add_argument("--out-dir", default="benchmarks/results/inspect", help="where the PNGs and table7.md go")
+    i.add_argument("--out-dir", help="where the PNGs and table7.md go (default: runs/inspect/CHECKPOINT-NAME)")
     i.add_argument("--word", help="word to draw as waves (Fig. 1)")
     i.add_argument("--dims", help="dimensions to draw, e.g. 0,5,9 (default: slowest, middle and fastest)")
     i.add_argument("--top", type=int, default=50, help="words per list (default 50)")
@@ -39,6 +41,8 @@ def run_ablate(args: argparse.Namespace) -> int:
         code = run_classify(args, "ablation")
         if args.dry_run:
             return code
+    if args.out is None:
+        args.out = str(Path(grid.results).parent / "table4.md")
     write_table4([grid.results, *args.also_results], args.out)
     print(f"wrote {args.out}")
     return 0
@@ -49,6 +53,8 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     if args.top <= 0:
         raise ValueError(f"--top must be positive, got {args.top}")
+    if args.out_dir is None:
+        args.out_dir = str(Path("runs/inspect") / Path(args.checkpoint).stem)
     written = inspect_checkpoint(args.checkpoint, args.out_dir, args.word, args.top, parse_ints(args.dims, "dims"))
     print("wrote " + ", ".join(str(v) for k, v in written.items() if k != "dims"))
     return 0

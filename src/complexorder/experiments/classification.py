@@ -370,6 +370,9 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
         if key not in done:
             todo.append(unit)
     log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
+    if grid.vectors and any(getattr(grid, u.model).pretrained for u in todo) and not Path(grid.vectors).is_file():
+        raise FileNotFoundError(f"vectors file {grid.vectors} (config `vectors` / --vectors) does not exist; create one "
+                                "with `complexorder vectors train`, or pass another with --vectors")
     if todo and any(getattr(grid, u.model).pretrained for u in todo) and not grid.vectors:
         log("note: no word vectors configured (vectors = ...); pretrained models start from random vectors")
     records = []

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import shlex
 import sys
+from pathlib import Path
 
 from ..config import config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
@@ -59,7 +60,31 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
                 values.append(int(part))
     except ValueError:
         raise ValueError(f"--{what}: expected integers like '0-4' or '1,3,5', got {text!r}") from None
+    if not values:
+        raise ValueError(f"--{what}: {text!r} selects nothing (a range is low-high, e.g. '1-3')")
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"--{what}: {', '.join(map(str, repeated))} given more than once in {text!r}")
     return values
+
+
+def split_option_notes(args: argparse.Namespace, grid: GridConfig) -> list[str]:
+    """Say when ``--folds`` or ``--seeds`` does not apply to some of the data sets selected.
+
+    CV data sets run folds, the fixed-split ones seeds; the option for the other kind is not an error
+    (a whole grid mixes both), but a user asking for one unit should not silently get a long run.
+    """
+    notes = []
+    for option, protocol, other in (("folds", "fixed", "seeds"), ("seeds", "cv", "folds")):
+        if getattr(args, option, None) is None or getattr(args, other, None) is not None:
+            continue
+        unaffected = [d for d in grid.datasets if DATASETS[d].protocol == protocol]
+        if unaffected:
+            runs = getattr(grid, other)
+            notes.append(f"note: --{option} applies to the {'fixed-split' if option == 'seeds' else 'CV'} data sets "
+                         f"only; {', '.join(unaffected)} run{'s' if len(unaffected) == 1 else ''} {other} "
+                         f"{', '.join(map(str, runs))} (choose them with --{other})")
+    return notes
 
 
 def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
@@ -107,9 +132,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=run_vectors_train)
 
     r = sub.add_parser("report", help="render classification results as Table 2 (Markdown) and Fig. 2 (PNG)")
-    r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"], help="results JSON-lines file(s)")
-    r.add_argument("--out", default="benchmarks/results/table2.md")
-    r.add_argument("--figure", default="benchmarks/results/fig2_epoch_time.png", help="PNG of seconds per epoch ('' for none)")
+    r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"],
+                   help="results JSON-lines file(s) (default: runs/table2/results.jsonl)")
+    r.add_argument("--out", help="Markdown table to write (default: table2.md beside the first results file; the "
+                                 "committed benchmarks/results/table2.md is written only when named)")
+    r.add_argument("--figure", help="PNG of seconds per epoch (default: fig2_epoch_time.png beside --out; '' for none)")
     r.add_argument("--figure-dataset", help="plot only this data set (default: a panel per data set)")
     r.set_defaults(func=run_report)
 
@@ -170,7 +197,7 @@ def default_settings_notes(config_path, grid: GridConfig, task: str = "classific
 def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
     set_threads(getattr(args, "threads", None))
     grid = load_grid(args, task)
-    for line in default_settings_notes(find_config(args.config, task), grid, task):
+    for line in default_settings_notes(find_config(args.config, task), grid, task) + split_option_notes(args, grid):
         print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
         for u in plan_units(grid):
@@ -211,6 +238,10 @@ def run_download(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
+    if args.out is None:
+        args.out = str(Path(args.results[0]).parent / "table2.md")
+    if args.figure is None:
+        args.figure = str(Path(args.out).parent / "fig2_epoch_time.png")
     write_report(args.results, args.out, args.figure or None, args.figure_dataset)
     print(f"wrote {args.out}" + (f" and {args.figure}" if args.figure else ""))
     return 0

@@ -145,6 +145,9 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
             raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(vocab)} words)"
                              + (f"; near matches: {', '.join(near)}" if near else ""))
         word_id = vocab.index(word)
+    bad = [d for d in dims or [] if not 0 <= d < emb.embedding_dim]
+    if bad:  # before anything is written
+        raise ValueError(f"--dims: dimension {bad[0]} is outside 0..{emb.embedding_dim - 1}")
     out_dir = Path(out_dir)
     delta = position_sensitivity(emb)
     note = ""

@@ -309,8 +309,12 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
 
 
 def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: tuple[str, ...] = ("valid", "test"),
-                        overrides: dict | None = None, progress: bool = True, results: str | Path | None = None) -> dict:
-    """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings."""
+                        overrides: dict | None = None, progress: bool = True, results: str | Path | None = None,
+                        max_chars: int | None = None) -> dict:
+    """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings.
+
+    ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``).
+    """
     ck = load_checkpoint(checkpoint, CHECKPOINT_KIND)
     try:
         cfg = config_from_dict(ck["config"], LMConfig, where=f"checkpoint {checkpoint} config")
@@ -330,9 +334,12 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     corpus = load_corpus(corpus_dir, splits)
     out = {"checkpoint": str(checkpoint), "step": ck.get("step"), "parameters": count_parameters(model),
            "eval": config_to_dict(ev), "embedding": cfg.model.embedding}
+    if max_chars is not None:
+        out["max_chars"] = max_chars
     start = time.perf_counter()
     for split in splits:
-        bpc, n = evaluate_bpc(model, corpus[split], tgt_len=ev.tgt_len, batch_size=ev.batch_size,
+        ids = corpus[split] if max_chars is None else corpus[split][:max_chars]
+        bpc, n = evaluate_bpc(model, ids, tgt_len=ev.tgt_len, batch_size=ev.batch_size,
                               mem_len=ev.mem_len, same_length=ev.same_length, clamp_len=ev.clamp_len,
                               split=split, progress=progress)
         out[f"{split}_bpc"], out[f"{split}_chars"] = bpc, n

@@ -11,7 +11,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from ..config import config_from_dict, read_toml
+from ..config import check_overrides, config_from_dict, read_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -33,9 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                            description="Normalise the English text of Multi30k and the six classification data "
                                        "sets like text8 (a-z and single spaces), drop duplicates, shuffle lines "
                                        "deterministically and split 90/5/5 into train/valid/test.txt.")
-    b.add_argument("--source-dir", default="../shared/data", help="the shared data directory (default: %(default)s)")
+    b.add_argument("--data-dir", help="data directory, with the classification/ and translation/ folders of the "
+                                      "data sets (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
+    b.add_argument("--source-dir", help="read the data sets from here instead of the data directory "
+                                        "(e.g. ../shared/data)")
     b.add_argument("--out", help="output directory (default: DATA_DIR/text8-proxy)")
-    b.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     b.add_argument("--seed", type=int, default=0, help="seed of the line order (default: %(default)s)")
     b.set_defaults(func=run_build_corpus)
 
@@ -82,6 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--same-length", action=argparse.BooleanOptionalAction, default=None,
                     help="every character attends to exactly mem_len positions")
     ev.add_argument("--batch-size", type=int, help="number of streams")
+    ev.add_argument("--max-chars", type=int, help="evaluate only the first N characters of each split (a quick "
+                                                  "check; the figures to report use whole splits)")
     ev.add_argument("--results", help="append the result as a JSON line to this file")
     ev.add_argument("--threads", type=int, help="torch threads")
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -112,8 +116,9 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
     data = read_toml(path)
-    for item in overrides:
-        keys, value = _parse_override(item)
+    parsed = [_parse_override(item) for item in overrides]
+    check_overrides(LMConfig, {".".join(keys): value for keys, value in parsed})
+    for item, (keys, value) in zip(overrides, parsed):
         node = data
         for k in keys[:-1]:
             node = node.setdefault(k, {})
@@ -128,8 +133,9 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
 
 
 def run_build_corpus(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else resolve_data_dir(args.data_dir) / "text8-proxy"
-    manifest = build_proxy_corpus(args.source_dir, out, seed=args.seed)
+    data_dir = resolve_data_dir(args.data_dir)
+    out = Path(args.out) if args.out else data_dir / "text8-proxy"
+    manifest = build_proxy_corpus(args.source_dir or data_dir, out, seed=args.seed)
     sizes = ", ".join(f"{s} {v['characters']:,}" for s, v in manifest["splits"].items())
     dropped = sum(s["duplicates"] for s in manifest["sources"])
     print(f"wrote {out}: {manifest['lines_kept']:,} lines, {manifest['characters']:,} characters ({sizes}); "
@@ -154,6 +160,8 @@ def run_prepare_text8(args: argparse.Namespace) -> int:
 
 def run_train(args: argparse.Namespace) -> int:
     set_threads(args.threads)
+    if args.max_steps is not None and args.max_steps <= 0:
+        raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
     cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
                                                    "train.max_steps": args.max_steps})
     summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,
@@ -170,7 +178,9 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--splits: unknown split {bad[0] if bad else ''!r}; choose from train, valid, test")
     overrides = {"tgt_len": args.tgt_len, "mem_len": args.mem_len, "clamp_len": args.clamp_len,
                  "same_length": args.same_length, "batch_size": args.batch_size}
+    if args.max_chars is not None and args.max_chars <= 0:
+        raise ValueError(f"--max-chars must be positive, got {args.max_chars}")
     result = evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides,
-                                 progress=not args.no_progress, results=args.results)
+                                 progress=not args.no_progress, results=args.results, max_chars=args.max_chars)
     print(json.dumps(result, sort_keys=True))
     return 0

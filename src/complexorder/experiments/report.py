@@ -284,14 +284,14 @@ def _targets(cells, paper, datasets, models) -> list[str]:
                 gap = (ref - mean) * 100
                 vs_paper = f"paper complex-order {ref:.3f}: {'within' if gap <= 1.5 else 'NOT within'} 1.5 points ({abs(gap):.1f} points {'below' if gap > 0 else 'above'} it)"
             n = len(ours)
-            if not others:  # "0/0 baselines (all beaten)" would claim what was never measured
+            if not others:  # "0/0 baselines" would claim what was never measured
                 lines.append(f"- {MODEL_TITLES[model]} on {d} (n = {n}): {variant} {mean:.3f}; no baseline measured "
                              f"on the same folds / seeds; {vs_paper}.")
                 continue
+            above = sorted(set(others) - set(beaten))  # baselines whose mean is above complex-order's
             lines.append(f"- {MODEL_TITLES[model]} on {d} (n = {n}): {variant} {mean:.3f} ≥ {len(beaten)}/{len(others)} "
-                         f"baselines ({', '.join(sorted(set(others) - set(beaten))) or 'all beaten'}"
-                         f"{' not beaten' if set(others) - set(beaten) else ''}); significant over "
-                         f"{len(sig)}/{len(others)}; {vs_paper}.")
+                         f"baselines ({', '.join(above) + ' above it' if above else 'at or above all'}); significant "
+                         f"over {len(sig)}/{len(others)}; {vs_paper}.")
     return lines or ["- no complex-order cell measured yet"]
 
 
@@ -353,13 +353,14 @@ def _image_format(path: str | Path) -> str:
 
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
                  figure_dataset: str | None = None) -> str:
-    check_writable(out, "--out")
     if figure:
         _image_format(figure)
-        check_writable(figure, "--figure")
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
+    check_writable(out, "--out")  # after the results are read: a failed report creates no directory
+    if figure:
+        check_writable(figure, "--figure")
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
     text = render_table2(records, commands=commands)
     if figure:

@@ -26,7 +26,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, load_checkpoint, save_checkpoint
-from ..config import config_from_dict, config_to_dict, load_config, read_toml
+from ..config import check_overrides, config_from_dict, config_to_dict, load_config, read_toml
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
@@ -122,6 +122,7 @@ def resolve_config(name_or_path: str, overrides: dict | None = None) -> Translat
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
     if not overrides:
         return load_config(path, TranslationConfig)
+    check_overrides(TranslationConfig, overrides)
     data = read_toml(path)
     for key, value in overrides.items():
         *parents, leaf = key.split(".")
@@ -239,6 +240,8 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     error naming the differences. The tokenizer is trained on the training split only.
     """
     run_dir = Path(run_dir)
+    with torch.device("meta"):  # every model setting checked now, not after the tokenizer has trained
+        TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     check_writable(run_dir, "--run-dir", directory=True)
     tc = config.train
     if not tc.frequency_lr_scale >= 0.0:

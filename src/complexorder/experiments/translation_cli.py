@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="override a config value, e.g. --set train.max_steps=2000 (repeatable)")
     t.add_argument("--run-dir", help="where checkpoints and logs go (default: runs/translation/<config name>)")
-    t.add_argument("--data-dir", help="data directory holding translation/multi30k (default: $COMPLEXORDER_DATA)")
+    t.add_argument("--data-dir", help="data directory holding translation/multi30k "
+                                      "(default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     _common(t)
 
     e = actions.add_parser("eval", help="BLEU of a checkpoint on a Multi30k split (detokenized and tokenized lc)")
