@@ -97,10 +97,12 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
     p.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
-    p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors")
+    p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors "
+                                     "(default: the config's vectors; table2: vectors/sg300.txt)")
     p.add_argument("--vectors-format", choices=VECTOR_FORMATS,
                    help="format of the vectors file (default: the config's vectors_format, 'auto': told from its first line)")
-    p.add_argument("--results", help="results JSON-lines file")
+    p.add_argument("--results", help="results JSON-lines file (default: the config's results; table2: "
+                                      "runs/table2/results.jsonl, table4: runs/table4/results.jsonl)")
     p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice); "
