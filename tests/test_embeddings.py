@@ -450,7 +450,9 @@ def test_frequency_init_options_fill_the_table_as_documented():
 @pytest.mark.parametrize("module", ["complexorder.embeddings", "complexorder.nn.linear", "complexorder.nn.conv",
                                     "complexorder.nn.recurrent", "complexorder.nn.attention",
                                     "complexorder.nn.transformer", "complexorder.nn.normalization",
-                                    "complexorder.nn.activation", "complexorder.models.seq2seq",
+                                    "complexorder.nn.activation", "complexorder.models.fasttext",
+                                    "complexorder.models.cnn", "complexorder.models.lstm",
+                                    "complexorder.models.transformer", "complexorder.models.seq2seq",
                                     "complexorder.models.transformer_xl"])
 def test_docstring_examples_run_and_print_what_they_claim(module):
     import doctest

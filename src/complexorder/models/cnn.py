@@ -30,6 +30,14 @@ class CNNClassifier(nn.Module):
         share_weights: ``A = B`` in the complex kernels.
 
     Shape: ``tokens [B, L]`` (``L >= max(filter_sizes)``) -> ``logits [B, num_classes]``.
+
+    Examples::
+
+        >>> import torch
+        >>> from complexorder import ComplexOrderEmbedding
+        >>> model = CNNClassifier(ComplexOrderEmbedding(100, 16, padding_idx=0), 2, filters=4).eval()
+        >>> model(torch.randint(1, 100, (3, 12))).shape
+        torch.Size([3, 2])
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, filters: int = 100,

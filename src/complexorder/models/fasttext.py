@@ -26,6 +26,17 @@ class FastTextClassifier(nn.Module):
         share_weights: ``A = B`` in the complex dense layer.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+
+    Examples::
+
+        >>> import torch
+        >>> from complexorder import ComplexOrderEmbedding
+        >>> model = FastTextClassifier(ComplexOrderEmbedding(100, 16, padding_idx=0), 2, hidden=8).eval()
+        >>> tokens = torch.tensor([[5, 7, 9, 0, 0], [9, 7, 5, 3, 1]])  # 0 = padding
+        >>> model(tokens).shape
+        torch.Size([2, 2])
+        >>> torch.allclose(model(tokens[:1, :3]), model(tokens[:1]), atol=1e-6)  # padding changes nothing
+        True
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,

@@ -18,6 +18,15 @@ class LSTMClassifier(nn.Module):
     its last hidden state is read out with the modulus. Variable lengths are handled by packing.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+
+    Examples::
+
+        >>> import torch
+        >>> from complexorder import ComplexOrderEmbedding
+        >>> model = LSTMClassifier(ComplexOrderEmbedding(100, 16, padding_idx=0), 2, hidden=8).eval()
+        >>> tokens = torch.tensor([[5, 7, 9, 0, 0], [9, 7, 5, 3, 1]])  # 0 = padding
+        >>> torch.allclose(model(tokens[:1, :3]), model(tokens[:1]), atol=1e-6)  # padding changes nothing
+        True
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,

@@ -49,6 +49,19 @@ class TransformerClassifier(nn.Module):
             ``attention_score``.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+
+    Examples::
+
+        >>> import torch
+        >>> from complexorder import ComplexOrderEmbedding, ComplexVanillaEmbedding
+        >>> tokens = torch.tensor([[5, 7, 9, 11]])
+        >>> swapped = tokens[:, [3, 1, 2, 0]]
+        >>> order_blind = TransformerClassifier(ComplexVanillaEmbedding(100, 16), 2, nhead=2, dim_feedforward=16).eval()
+        >>> torch.allclose(order_blind(tokens), order_blind(swapped), atol=1e-6)  # no positions: a bag of words
+        True
+        >>> ordered = TransformerClassifier(ComplexOrderEmbedding(100, 16), 2, nhead=2, dim_feedforward=16).eval()
+        >>> torch.allclose(ordered(tokens), ordered(swapped), atol=1e-6)  # positions in the phases
+        False
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
