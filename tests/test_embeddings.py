@@ -241,6 +241,13 @@ def test_pretrained_amplitudes_and_freezing():
     assert torch.allclose(z.real, vectors[[3, 4]].unsqueeze(0))
     with pytest.raises(ValueError, match=r"amplitude_init must be a real tensor of shape \(12, 5\)"):
         co.ComplexOrderEmbedding(12, 5, amplitude_init=vectors)
+    vanilla = co.ComplexVanillaEmbedding.from_pretrained(vectors, padding_idx=0)
+    assert torch.equal(vanilla.amplitude[1:], vectors[1:]) and vanilla.amplitude.requires_grad
+    z = vanilla(torch.tensor([[3, 0]]))
+    torch.testing.assert_close(z.abs()[0, 0], vectors[3].abs())  # |r e^{i theta}| = |r|
+    assert z[0, 1].abs().max() == 0
+    with pytest.raises(ValueError, match=r"^amplitude must be a 2-d \[V, D\] tensor, got \(12,\)$"):
+        co.ComplexVanillaEmbedding.from_pretrained(vectors[:, 0])
 
 
 @pytest.mark.parametrize("fused", [True, False])

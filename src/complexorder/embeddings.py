@@ -99,6 +99,16 @@ def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int 
     return padding_idx % num_embeddings
 
 
+def _from_pretrained(cls: type, amplitude: Tensor, freeze_amplitude: bool, kwargs: dict) -> nn.Module:
+    """A complex embedding whose amplitudes start from ``amplitude`` ``[V, D]`` (frozen or trained)."""
+    if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
+        got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
+        raise ValueError(f"amplitude must be a 2-d [V, D] tensor, got {got}")
+    emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
+    emb.amplitude.requires_grad_(not freeze_amplitude)
+    return emb
+
+
 def _check_choice(name: str, value: Any, choices: tuple) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
@@ -448,12 +458,7 @@ class ComplexOrderEmbedding(nn.Module):
     @classmethod
     def from_pretrained(cls, amplitude: Tensor, *, freeze_amplitude: bool = False, **kwargs: Any) -> "ComplexOrderEmbedding":
         """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors)."""
-        if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
-            got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
-            raise ValueError(f"amplitude must be a 2-d [V, D] tensor, got {got}")
-        emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
-        emb.amplitude.requires_grad_(not freeze_amplitude)
-        return emb
+        return _from_pretrained(cls, amplitude, freeze_amplitude, kwargs)
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
@@ -575,6 +580,12 @@ class ComplexVanillaEmbedding(nn.Module):
         if self.padding_idx is not None:
             self.amplitude[self.padding_idx].zero_()
             self.phase[self.padding_idx].zero_()
+
+    @classmethod
+    def from_pretrained(cls, amplitude: Tensor, *, freeze_amplitude: bool = False,
+                        **kwargs: Any) -> "ComplexVanillaEmbedding":
+        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors); phases start at random."""
+        return _from_pretrained(cls, amplitude, freeze_amplitude, kwargs)
 
     def sparse_parameters(self) -> list[nn.Parameter]:
         """The parameters that receive sparse gradients (``sparse=True``)."""
