@@ -185,3 +185,16 @@ def test_threads_option_of_demo_and_classify_is_checked_before_any_work(argv, ca
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == (
         "complexorder: error: --threads: expected a positive number of threads, got -1")
+
+
+def test_merge_overrides_checks_each_key_against_the_config_class_and_the_file():
+    from complexorder.config import merge_overrides
+    from complexorder.experiments.language_model import LMConfig
+
+    data = {"train": {"lr": 1e-3}}
+    assert merge_overrides(data, {"train.lr": 0.01, "model.n_layer": 2}, LMConfig) == {
+        "train": {"lr": 0.01}, "model": {"n_layer": 2}}
+    with pytest.raises(ValueError, match=r"^--set train.lr: the config file's 'train' is not a section$"):
+        merge_overrides({"train": 3}, {"train.lr": 0.01}, LMConfig)
+    with pytest.raises(ValueError, match=r"^--set train.lrr: unknown key 'lrr' in \[train\]; valid keys: "):
+        merge_overrides({}, {"train.lrr": 0.01}, LMConfig)

@@ -21,7 +21,8 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "read_toml", "find_config",
+__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
+           "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
 T = TypeVar("T")
@@ -131,6 +132,20 @@ def check_overrides(cls: type, overrides: dict[str, Any], option: str = "--set")
         _check_value(value, node, f"{option} {dotted}")
 
 
+def merge_overrides(data: dict, overrides: dict[str, Any], cls: type, option: str = "--set") -> dict:
+    """``data`` (a config file's tables) with dotted ``overrides`` laid over it, each checked against ``cls`` first."""
+    check_overrides(cls, overrides, option)
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # the file holds a value where ``cls`` has a section
+                raise ValueError(f"{option} {dotted}: the config file's {part!r} is not a section")
+        node[leaf] = value
+    return data
+
+
 def load_config(source: str | Path | dict, cls: type[T]) -> T:
     """Load ``cls`` from a TOML file path or a dict."""
     if isinstance(source, dict):
@@ -171,11 +186,18 @@ def find_config(name_or_path: str | Path, task: str) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
-    builtin = Path(__file__).parent / "configs" / task / f"{path.stem}.toml"
-    if path.parent == Path(".") and builtin.is_file():
+    builtin = _builtin(name_or_path, task)
+    if builtin is not None:
         return builtin
     raise FileNotFoundError(f"config {name_or_path} not found: give a TOML file path or one of the built-in "
                             f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")
+
+
+def _builtin(name: str | Path, task: str) -> Path | None:
+    """The built-in ``configs/<task>/<name>.toml`` when ``name`` is a bare name of one, else None."""
+    path = Path(name)
+    builtin = Path(__file__).parent / "configs" / task / f"{path.stem}.toml"
+    return builtin if path.parent == Path(".") and builtin.is_file() else None
 
 
 #: Tasks whose configs are the same grid (``GridConfig``): each may extend the other's built-ins.
@@ -186,8 +208,8 @@ def _find_base(name: str, task: str) -> Path:
     """The config ``extends`` names: a built-in of ``task`` or, for a grid, of the other grid task."""
     tasks = (task, *(t for t in GRID_TASKS if t != task)) if task in GRID_TASKS else (task,)
     for t in tasks:
-        builtin = Path(__file__).parent / "configs" / t / f"{Path(name).stem}.toml"
-        if Path(name).parent == Path(".") and builtin.is_file():
+        builtin = _builtin(name, t)
+        if builtin is not None:
             return builtin
     names = ", ".join(f"{c} ({t})" for t in tasks for c in builtin_configs(t)) or "(none)"
     raise FileNotFoundError(f"config {name} not found: give a TOML file path (relative to the extending file) "

@@ -11,7 +11,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from ..config import check_overrides, config_from_dict, read_toml
+from ..config import config_from_dict, merge_overrides, read_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -96,7 +96,7 @@ def shipped_configs() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
 
 
-def _parse_override(item: str) -> tuple[list[str], object]:
+def _parse_override(item: str) -> tuple[str, object]:
     if "=" not in item or "." not in item.split("=", 1)[0]:
         raise ValueError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
     key, raw = item.split("=", 1)
@@ -104,7 +104,7 @@ def _parse_override(item: str) -> tuple[list[str], object]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw  # a bare string such as complex-order
-    return key.strip().split("."), value
+    return key.strip(), value
 
 
 def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig:
@@ -115,20 +115,8 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
             raise ValueError(f"--config {source!r}: no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    data = read_toml(path)
-    parsed = [_parse_override(item) for item in overrides]
-    check_overrides(LMConfig, {".".join(keys): value for keys, value in parsed})
-    for item, (keys, value) in zip(overrides, parsed):
-        node = data
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"--set {item!r}: {k!r} is not a section")
-        node[keys[-1]] = value
-    for dotted, value in direct.items():
-        if value is not None:
-            section, key = dotted.split(".")
-            data.setdefault(section, {})[key] = value
+    data = merge_overrides(read_toml(path), dict(_parse_override(item) for item in overrides), LMConfig)
+    data = merge_overrides(data, {k: v for k, v in direct.items() if v is not None}, LMConfig, "option")
     return config_from_dict(data, LMConfig, where=str(path))
 
 

@@ -26,7 +26,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, load_checkpoint, save_checkpoint
-from ..config import check_overrides, config_from_dict, config_to_dict, load_config, read_toml
+from ..config import config_from_dict, config_to_dict, load_config, merge_overrides, read_toml
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
@@ -122,17 +122,8 @@ def resolve_config(name_or_path: str, overrides: dict | None = None) -> Translat
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
     if not overrides:
         return load_config(path, TranslationConfig)
-    check_overrides(TranslationConfig, overrides)
-    data = read_toml(path)
-    for key, value in overrides.items():
-        *parents, leaf = key.split(".")
-        node = data
-        for part in parents:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"--set {key}: {part!r} is not a section")
-        node[leaf] = value
-    return config_from_dict(data, TranslationConfig, where=str(path))
+    return config_from_dict(merge_overrides(read_toml(path), overrides, TranslationConfig), TranslationConfig,
+                            where=str(path))
 
 
 # --------------------------------------------------------------------------------------

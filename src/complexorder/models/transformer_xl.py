@@ -390,8 +390,8 @@ class TransformerXL(nn.Module):
         self.config = config
         d_embed = config.d_model if config.d_embed is None else config.d_embed
         self.d_embed = d_embed
-        options = {"frequency_init": config.frequency_init} if config.embedding == "complex-order" else \
-            {"max_positions": config.max_positions} if config.embedding == "pe" else {}
+        options = {"complex-order": {"frequency_init": config.frequency_init},
+                   "pe": {"max_positions": config.max_positions}}.get(config.embedding, {})
         self.complex_network = config.network == "complex"
         if self.complex_network:
             d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
