@@ -264,6 +264,12 @@ def test_text8_normalisation_and_encoding():
     with pytest.raises(ValueError, match=r"f.txt: character 'B' \(code 0x42\) at offset 2 is outside the text8 "
                                          r"alphabet \(a-z and space\); 2 such character\(s\)"):
         encode_text8(b"a Bc\n", source="f.txt")
+    # bytes of a UTF-8 file name the character, and count bytes at byte offsets
+    with pytest.raises(ValueError, match=r"f.txt: character 'é' \(UTF-8 bytes c3 a9\) at byte offset 3 is outside "
+                                         r"the text8 alphabet \(a-z and space\); 4 byte\(s\) outside it in all"):
+        encode_text8("café é".encode(), source="f.txt")
+    with pytest.raises(ValueError, match=r"f.txt: byte 0xff \(not UTF-8 text\) at byte offset 2"):
+        encode_text8(b"ab\xffc", source="f.txt")
 
 
 def write_sources(root, extra=b""):
@@ -412,6 +418,9 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     first = evaluate_checkpoint(ck, corpus, splits=("test",), progress=False, max_chars=100)
     assert short["max_chars"] == 100 and short["test_bpc"] == pytest.approx(first["test_bpc"])
     assert short["test_chars"] < out["test_chars"] and short["test_chars"] <= 100
+    # last.pt names its step too (it is kept in its progress record as well)
+    assert evaluate_checkpoint(tmp_path / "a" / "last.pt", corpus, splits=("test",), progress=False,
+                               max_chars=100)["step"] == 12
 
 
 def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
@@ -449,6 +458,20 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--splits", "dev"]) == 2
     assert "--splits: unknown split 'dev'" in capsys.readouterr().err
+    # devices: a name that is not one, CUDA where there is none; the CPU named explicitly works
+    assert main(args + ["--out", str(tmp_path / "run6"), "--device", "gpu"]) == 2
+    assert "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(args + ["--out", str(tmp_path / "run6"), "--device", "cuda"]) == 2
+        assert "--device cuda: CUDA is not available" in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--splits", "test", "--max-chars", "200", "--device", "cpu", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["test_chars"] > 0
+    # resuming from a weights-only checkpoint (best.pt copied over last.pt) names what is missing
+    (tmp_path / "run" / "last.pt").write_bytes((tmp_path / "run" / "best.pt").read_bytes())
+    assert main(args + ["--out", str(tmp_path / "run"), "--resume"]) == 2
+    assert (f"cannot resume {tmp_path / 'run' / 'last.pt'}: it holds weights only, not a training state (no "
+            "optimizer_state); best.pt is written that way") in capsys.readouterr().err
 
 
 def test_shipped_configs_load():

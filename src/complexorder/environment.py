@@ -9,7 +9,7 @@ import torch
 
 from .nn import native
 
-__all__ = ["cpu_info", "set_threads"]
+__all__ = ["cpu_info", "set_threads", "resolve_device", "rng_state", "set_rng_state"]
 
 
 def cpu_info() -> dict[str, str]:
@@ -46,3 +46,46 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
         raise ValueError(f"{flag}: expected a positive number of threads, got {threads}")
     if threads:
         torch.set_num_threads(threads)
+
+
+def resolve_device(name: str | None, flag: str = "--device") -> torch.device:
+    """The device a command trains or evaluates on: ``name`` (``cpu``, ``cuda``, ``cuda:N``), or with ``None``
+    (or ``"auto"``) the first CUDA GPU when torch sees one, else the CPU.
+
+    A one-line error names ``flag`` when the string is not a device or CUDA is asked for and absent.
+    """
+    if name is None or name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{flag}: expected auto, cpu, cuda or cuda:N, got {name!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{flag}: expected auto, cpu, cuda or cuda:N, got {name!r}")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            raise ValueError(f"{flag} {name}: CUDA is not available (torch {torch.__version__}, {build}, "
+                             f"sees no GPU); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"{flag} {name}: only {torch.cuda.device_count()} CUDA device(s) visible")
+    return device
+
+
+def rng_state(device: torch.device) -> dict:
+    """The random state a resumable run saves: torch's CPU generator and, on a GPU, that device's generator."""
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state, device: torch.device) -> None:
+    """Restore :func:`rng_state`'s output (or a bare CPU state, as older checkpoints hold); a GPU generator is
+    restored only on a GPU."""
+    if isinstance(state, torch.Tensor):
+        torch.set_rng_state(state)
+        return
+    torch.set_rng_state(state["cpu"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)

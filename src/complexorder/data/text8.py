@@ -81,11 +81,28 @@ def encode_text8(text: str | bytes, source: str = "text") -> Tensor:
     bad = np.flatnonzero(ids < 0)
     if bad.size:
         offset = int(bad[0])
-        char = text[offset] if isinstance(text, str) else chr(raw[offset])
-        raise ValueError(f"{source}: character {char!r} (code {ord(char):#x}) at offset {offset} is outside the "
-                         f"text8 alphabet (a-z and space); {bad.size} such character(s) in all. Normalise the "
-                         f"text first (complexorder lm build-corpus, or complexorder.data.text8.normalise_text8)")
+        fix = ("Normalise the text first (complexorder lm build-corpus, or "
+               "complexorder.data.text8.normalise_text8)")
+        if isinstance(text, str) or raw[offset] < 0x80:
+            char = text[offset] if isinstance(text, str) else chr(raw[offset])
+            raise ValueError(f"{source}: character {char!r} (code {ord(char):#x}) at offset {offset} is outside "
+                             f"the text8 alphabet (a-z and space); {bad.size} such character(s) in all. {fix}")
+        # a byte of a multi-byte character (a text8 file is ASCII): name the character UTF-8 makes of it
+        char = next((c for c in (_utf8_char(data[offset:offset + k]) for k in (2, 3, 4)) if c), "")
+        what = (f"character {char!r} (UTF-8 bytes {char.encode().hex(' ')})" if char
+                else f"byte {raw[offset]:#x} (not UTF-8 text)")
+        raise ValueError(f"{source}: {what} at byte offset {offset} is outside the text8 alphabet (a-z and "
+                         f"space); {bad.size} byte(s) outside it in all. {fix}")
     return torch.from_numpy(ids.astype(np.uint8))
+
+
+def _utf8_char(chunk: bytes) -> str:
+    """``chunk`` decoded as one UTF-8 character, or ``""``."""
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    return text if len(text) == 1 else ""
 
 
 def decode_text8(ids: Tensor) -> str:

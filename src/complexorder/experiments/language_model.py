@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from ..checkpoint import append_jsonl, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
+from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
 from .training import PERIODIC_PARAMETER_NAMES
 
@@ -140,6 +141,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
         raise ValueError(f"tgt_len must be positive, got {tgt_len}")
     saved = (model.mem_len, model.same_length, model.clamp_len)
     was_training = model.training
+    device = next(model.parameters()).device
     model.reset_length(mem_len, same_length, clamp_len)
     model.eval()
     try:
@@ -147,7 +149,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
         starts = range(0, data.shape[1] - 1, tgt_len)
         for start in tqdm(starts, desc=f"eval {split}", disable=not progress, leave=False, dynamic_ncols=True):
             end = min(start + tgt_len, data.shape[1] - 1)
-            x, y = data[:, start:end].long(), data[:, start + 1:end + 1].long()
+            x, y = data[:, start:end].to(device).long(), data[:, start + 1:end + 1].to(device).long()
             logits, memory = model(x, memory)
             total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]).double(), y.reshape(-1),
                                      reduction="sum").item()
@@ -202,12 +204,15 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
 
 
 def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | Path, *, resume: bool = False,
-                         stop_after: int | None = None, progress: bool = True, log=print) -> dict:
+                         stop_after: int | None = None, progress: bool = True, log=print,
+                         device: str | torch.device | None = None) -> dict:
     """Train (or resume) a Transformer-XL on ``corpus_dir``; checkpoints and results go to ``out_dir``.
 
     ``stop_after`` ends this call after that many steps (``last.pt`` saved; continue with
-    ``resume=True``), e.g. to train in time slices. Returns a summary: steps, parameters, best
-    validation BPC, training seconds, characters/s.
+    ``resume=True``), e.g. to train in time slices. ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``
+    (default: a GPU when torch sees one). Checkpoints hold CPU tensors, so a run may resume on another
+    device (exactly only on the same one). Returns a summary: steps, parameters, best validation BPC,
+    training seconds, characters/s.
     """
     check_lm_config(cfg)
     if stop_after is not None and stop_after <= 0:
@@ -223,20 +228,25 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     batchify(valid, cfg.eval.batch_size, 1, "valid")  # fail now, not after hours of training
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
+    device = device if isinstance(device, torch.device) else resolve_device(device)
     torch.manual_seed(t.seed)
-    model = build_model(cfg)
+    model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(optimizer_groups(model, t), lr=t.lr)
     state = {"step": 0, "epoch": 0, "segment": 0, "best_valid_bpc": math.inf, "train_seconds": 0.0,
              "train_chars": 0}
     memory: XLMemory | None = None
     if resume and last_path.exists():
         ck = load_checkpoint(last_path, CHECKPOINT_KIND)
+        missing = [k for k in ("optimizer_state", "progress", "rng_state") if k not in ck]
+        if missing:
+            raise ValueError(f"cannot resume {last_path}: it holds weights only, not a training state (no "
+                             f"{missing[0]}); best.pt is written that way — resume from the run's own last.pt")
         _check_resumable(ck["config"], cfg, last_path)
         model.load_state_dict(ck["model_state"])
         optimizer.load_state_dict(ck["optimizer_state"])
         state = dict(ck["progress"])
-        memory = XLMemory.from_state(ck["memory"]) if ck.get("memory") is not None else None
-        torch.set_rng_state(ck["rng_state"])
+        memory = XLMemory.from_state(ck["memory"], device) if ck.get("memory") is not None else None
+        set_rng_state(ck["rng_state"], device)
         log(f"resumed {last_path} at step {state['step']}")
     n_params = count_parameters(model)
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
@@ -244,7 +254,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     def save_last() -> None:
         save_checkpoint(last_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
                         optimizer_state=optimizer.state_dict(), progress=dict(state),
-                        memory=None if memory is None else memory.state(), rng_state=torch.get_rng_state())
+                        memory=None if memory is None else memory.state(), rng_state=rng_state(device),
+                        step=state["step"])
 
     def validate() -> float:
         bpc, n = evaluate_bpc(model, valid, tgt_len=t.eval_tgt_len, batch_size=cfg.eval.batch_size,
@@ -267,8 +278,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
             state["epoch"] += 1
             state["segment"], memory = 0, None
         start = state["segment"] * t.tgt_len
-        x = train_data[:, start:start + t.tgt_len].long()
-        y = train_data[:, start + 1:start + t.tgt_len + 1].long()
+        x = train_data[:, start:start + t.tgt_len].to(device).long()
+        y = train_data[:, start + 1:start + t.tgt_len + 1].to(device).long()
         tic = time.perf_counter()
         lr = learning_rate(state["step"], t)
         for group in optimizer.param_groups:
@@ -310,10 +321,11 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
 
 def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: tuple[str, ...] = ("valid", "test"),
                         overrides: dict | None = None, progress: bool = True, results: str | Path | None = None,
-                        max_chars: int | None = None) -> dict:
+                        max_chars: int | None = None, device: str | torch.device | None = None) -> dict:
     """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings.
 
-    ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``).
+    ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``);
+    ``device`` as in :func:`train_language_model`.
     """
     ck = load_checkpoint(checkpoint, CHECKPOINT_KIND)
     try:
@@ -331,8 +343,10 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0]
         raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {first}") from None
+    model.to(device if isinstance(device, torch.device) else resolve_device(device))
     corpus = load_corpus(corpus_dir, splits)
-    out = {"checkpoint": str(checkpoint), "step": ck.get("step"), "parameters": count_parameters(model),
+    out = {"checkpoint": str(checkpoint), "step": ck.get("step", (ck.get("progress") or {}).get("step")),
+           "parameters": count_parameters(model),
            "eval": config_to_dict(ev), "embedding": cfg.model.embedding}
     if max_chars is not None:
         out["max_chars"] = max_chars

@@ -15,11 +15,12 @@ from ..config import config_from_dict, merge_overrides, read_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
-from ..environment import set_threads
+from ..environment import resolve_device, set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
 EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe")
+DEVICE_HELP = "cpu, cuda or cuda:N (default: a GPU when torch sees one, else the CPU)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--resume", action="store_true", help="continue the run in --out from last.pt")
     tr.add_argument("--stop-after", type=int, help="stop after this many steps of this call (resume later)")
     tr.add_argument("--threads", type=int, help="torch threads (default: $OMP_NUM_THREADS or torch's default)")
+    tr.add_argument("--device", help=DEVICE_HELP)
     tr.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     tr.set_defaults(func=run_train)
 
@@ -88,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "check; the figures to report use whole splits)")
     ev.add_argument("--results", help="append the result as a JSON line to this file")
     ev.add_argument("--threads", type=int, help="torch threads")
+    ev.add_argument("--device", help=DEVICE_HELP)
     ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     ev.set_defaults(func=run_eval)
 
@@ -148,18 +151,20 @@ def run_prepare_text8(args: argparse.Namespace) -> int:
 
 def run_train(args: argparse.Namespace) -> int:
     set_threads(args.threads)
+    device = resolve_device(args.device)
     if args.max_steps is not None and args.max_steps <= 0:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
     cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
                                                    "train.max_steps": args.max_steps})
     summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,
-                                   stop_after=args.stop_after, progress=not args.no_progress)
+                                   stop_after=args.stop_after, progress=not args.no_progress, device=device)
     print(json.dumps({"out": args.out, **summary}, sort_keys=True))
     return 0
 
 
 def run_eval(args: argparse.Namespace) -> int:
     set_threads(args.threads)
+    device = resolve_device(args.device)
     splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
     bad = [s for s in splits if s not in ("train", "valid", "test")]
     if bad or not splits:
@@ -169,6 +174,6 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.max_chars is not None and args.max_chars <= 0:
         raise ValueError(f"--max-chars must be positive, got {args.max_chars}")
     result = evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides,
-                                 progress=not args.no_progress, results=args.results, max_chars=args.max_chars)
+                                 progress=not args.no_progress, results=args.results, max_chars=args.max_chars, device=device)
     print(json.dumps(result, sort_keys=True))
     return 0

@@ -207,8 +207,8 @@ def rel_shift(x: Tensor) -> Tensor:
 def rel_shift_reference(x: Tensor) -> Tensor:
     """:func:`rel_shift` written as its definition (a gather); zeros where ``j > mlen + i``."""
     *lead, qlen, klen = x.shape
-    i = torch.arange(qlen).unsqueeze(1)
-    j = torch.arange(klen).unsqueeze(0)
+    i = torch.arange(qlen, device=x.device).unsqueeze(1)
+    j = torch.arange(klen, device=x.device).unsqueeze(0)
     m = j + qlen - 1 - i
     valid = m < klen
     out = torch.gather(x, -1, m.clamp(max=klen - 1).expand(*lead, qlen, klen))
@@ -367,8 +367,9 @@ class XLMemory:
         return {"hidden": [h.detach().cpu() for h in self.hidden], "next_position": self.next_position.cpu()}
 
     @classmethod
-    def from_state(cls, state: dict) -> "XLMemory":
-        return cls(list(state["hidden"]), state["next_position"])
+    def from_state(cls, state: dict, device: torch.device | str | None = None) -> "XLMemory":
+        """The memory saved by :meth:`state`, on ``device`` (default: where the tensors are)."""
+        return cls([h.to(device) for h in state["hidden"]], state["next_position"].to(device))
 
 
 class TransformerXL(nn.Module):
