@@ -45,10 +45,11 @@ def tiny_grid(tmp_path, **kw):
 
 
 def test_every_architecture_and_embedding_end_to_end(tmp_path):
-    grid = tiny_grid(tmp_path, folds=[0], checkpoint_dir=str(tmp_path / "ckpt"))
+    grid = tiny_grid(tmp_path, folds=[0], checkpoint_dir=str(tmp_path / "ckpt"), device="cpu")
     records = run_grid(grid, progress=False, log=lambda *_: None, command="complexorder classify --test")
     assert len(records) == 4 * 5
     for r in records:
+        assert r["device"] == "cpu"
         assert 0.0 <= r["test_accuracy"] <= 1.0 and r["parameters"] > 0 and r["seconds_per_epoch"] > 0
         assert r["split"] == "fold-0" and r["command"] == "complexorder classify --test"
         # the per-epoch test curve is recorded; the reported test accuracy is the best dev epoch's
@@ -564,6 +565,17 @@ def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_th
                  "--seeds", "2", "--dry-run"]) == 0
     out = capsys.readouterr()
     assert out.err == "" and out.out.splitlines() == ["CR cnn tpe fold-4", "TREC cnn tpe seed-2"]
+
+
+def test_a_device_that_is_none_or_absent_is_named_before_any_data_is_read(tmp_path):
+    grid = tiny_grid(tmp_path, models=["fasttext"], device="gpu", data_dir=str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match=r"^device \(config `device` / --device\): expected auto, cpu, cuda or "
+                                         r"cuda:N, got 'gpu'$"):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"^device \(config `device` / --device\) cuda:1: CUDA is not available"):
+            run_grid(dataclasses.replace(grid, device="cuda:1"), progress=False, log=lambda *_: None)
+    assert not (tmp_path / "results.jsonl").exists()
 
 
 def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read(tmp_path):

@@ -30,7 +30,7 @@ from ..checkpoint import atomic_write_bytes
 from .download import fetch
 from .paths import require_file, resolve_data_dir
 
-__all__ = ["SPLITS", "PAD", "UNK", "BOS", "EOS", "SPECIALS", "multi30k_dir", "split_files", "read_lines",
+__all__ = ["SPLITS", "PAD", "UNK", "BOS", "EOS", "SPECIALS", "multi30k_dir", "split_files", "read_lines", "decode_lines",
            "read_parallel", "FilterReport", "filter_training_pairs", "SubwordTokenizer", "WordTokenizer",
            "build_tokenizer", "tokenizer_from_state", "download_multi30k"]
 
@@ -75,12 +75,16 @@ def split_files(data_dir: str | Path | None, split: str, src_lang: str = "en", t
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 text file, split on ``\\n`` only, stripped (``\\r`` included); a final newline adds no line."""
     path = Path(path)
-    data = path.read_bytes()
+    return decode_lines(path.read_bytes(), str(path))
+
+
+def decode_lines(data: bytes, name: str) -> list[str]:
+    """:func:`read_lines` of bytes read elsewhere (standard input, say); ``name`` is used in the error."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
+        raise ValueError(f"{name}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
                          f"convert the file to UTF-8") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -31,7 +31,7 @@ from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary, vectors_provenance
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
-from ..environment import cpu_info
+from ..environment import cpu_info, resolve_device
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
@@ -162,6 +162,7 @@ class GridConfig:
     data_dir: str | None = None
     results: str = "runs/classify/results.jsonl"
     checkpoint_dir: str | None = None
+    device: str | None = None  # cpu, cuda, cuda:N; None/"auto": a GPU when torch sees one (not part of a unit's hash)
     fasttext: ModelSettings = field(default_factory=ModelSettings)
     cnn: ModelSettings = field(default_factory=ModelSettings)
     lstm: ModelSettings = field(default_factory=ModelSettings)
@@ -306,7 +307,8 @@ def _encode(vocab: Vocabulary, part) -> EncodedDataset:
 
 
 def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True, command: str | None = None) -> dict:
-    """Train and test one unit; return its result record."""
+    """Train and test one unit (on ``grid.device``); return its result record."""
+    device = resolve_device(grid.device, "device (config `device` / --device)")
     config = unit_config(grid, unit)
     settings: ModelSettings = getattr(grid, unit.model)
     data = cache.dataset(unit.dataset)
@@ -323,6 +325,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
             vectors_info["trained_with"] = made["versions"]
     torch.manual_seed(unit.seed)
     model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
+    model.to(device)
     min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1
     result = train_classifier(model, train, dev, epochs=settings.epochs, batch_size=settings.batch_size,
                               lr=settings.lr, weight_decay=settings.weight_decay, seed=unit.seed,
@@ -340,12 +343,13 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
-        "cpu": cpu_info(),
+        "cpu": cpu_info(), "device": str(device),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command,
     }
     if grid.checkpoint_dir:
         name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
-        save_checkpoint(Path(grid.checkpoint_dir) / f"{name}.pt", "classifier", model.state_dict(), config,
+        weights = {k: v.cpu() for k, v in model.state_dict().items()}
+        save_checkpoint(Path(grid.checkpoint_dir) / f"{name}.pt", "classifier", weights, config,
                         vocab=vocab.itos, label_names=list(data.label_names), max_positions=data.max_length(),
                         test_accuracy=test_acc)
     return record
@@ -357,6 +361,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)
+    resolve_device(grid.device, "device (config `device` / --device)")  # fail before any data is read
     check_writable(grid.results, "results file (config `results` / --results)")
     if grid.checkpoint_dir:
         check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",

@@ -107,6 +107,9 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice); "
                                                "the benchmarks ran one per process")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else a GPU when torch "
+                                     "sees one, else the CPU); not part of a unit's identity: a grid may finish "
+                                     "on another device")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -163,8 +166,8 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
         values = parse_ints(getattr(args, name), name)
         if values is not None:
             changes[name] = values
-    for name in ("data_dir", "vectors", "vectors_format", "results", "checkpoint_dir"):
-        if getattr(args, name):
+    for name in ("data_dir", "vectors", "vectors_format", "results", "checkpoint_dir", "device"):
+        if getattr(args, name, None):
             changes[name] = getattr(args, name)
     grid = dataclasses.replace(grid, **changes)
     if args.epochs is not None:

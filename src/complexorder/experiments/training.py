@@ -92,15 +92,21 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     return optimizers
 
 
+def _device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s parameters are: batches are moved there."""
+    return next(model.parameters()).device
+
+
 @torch.no_grad()
 def evaluate_accuracy(model: nn.Module, data: EncodedDataset, batch_size: int = 256, min_length: int = 1) -> float:
     """Accuracy of ``model`` on ``data`` (eval mode; the previous mode is restored)."""
     was_training = model.training
     model.eval()
     correct = 0
+    device = _device_of(model)
     for tokens, labels in iterate_batches(data, batch_size, min_length=min_length, bucket=True,
                                           bucket_batches=len(data)):
-        correct += (model(tokens).argmax(-1) == labels).sum().item()
+        correct += (model(tokens.to(device)).argmax(-1) == labels.to(device)).sum().item()
     model.train(was_training)
     return correct / max(1, len(data))
 
@@ -138,6 +144,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
     generator = torch.Generator().manual_seed(seed)
+    device = _device_of(model)
     optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale)
     best_acc, best_epoch, best_state = -1.0, 0, None
     history, train_seconds = [], 0.0
@@ -150,6 +157,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
         total_loss, seen = 0.0, 0
         for tokens, labels in iterate_batches(train, batch_size, shuffle=True, generator=generator,
                                               min_length=min_length, bucket=bucket):
+            tokens, labels = tokens.to(device), labels.to(device)
             loss = F.cross_entropy(model(tokens), labels)
             for optimizer in optimizers:
                 optimizer.zero_grad(set_to_none=True)

@@ -13,6 +13,7 @@ A run directory holds ``last.pt`` (model, optimiser, progress, RNG: what a resum
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict, load_config, merge_overrides, read_toml
+from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
@@ -34,7 +36,7 @@ from .training import scale_frequency_lr, count_parameters, parameter_groups
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
-           "average_checkpoints", "greedy_search", "beam_search", "translate_sentences", "corpus_bleu",
+           "average_checkpoints", "epoch_checkpoints", "greedy_search", "beam_search", "translate_sentences", "corpus_bleu",
            "evaluate_split"]
 
 CHECKPOINT_KIND = "translation"
@@ -180,7 +182,8 @@ def inverse_sqrt_lr(step: int, peak: float, warmup: int) -> float:
 
 def _loss(model, batch, label_smoothing: float, with_nll: bool = False) -> tuple[Tensor, Tensor | None, int]:
     """Label-smoothed cross-entropy per target token (and the summed NLL when asked)."""
-    src, tgt_in, tgt_out = batch
+    device = next(model.parameters()).device
+    src, tgt_in, tgt_out = (t.to(device) for t in batch)
     logits = model(src, tgt_in).flatten(0, 1)
     target = tgt_out.flatten()
     loss = F.cross_entropy(logits, target, ignore_index=PAD, label_smoothing=label_smoothing)
@@ -217,19 +220,30 @@ def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, .
     return diffs
 
 
+def epoch_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's per-epoch checkpoints ``epochN.pt``, oldest first (other files, e.g. ``epoch_avg.pt``, are not)."""
+    found = [(int(m.group(1)), p) for p in run_dir.glob("epoch*.pt")
+             if (m := re.fullmatch(r"epoch(\d+)", p.stem))]
+    return [p for _, p in sorted(found)]
+
+
 def _prune(run_dir: Path, keep_last: int) -> None:
-    epochs = sorted(run_dir.glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+    epochs = epoch_checkpoints(run_dir)
     for path in epochs[:-keep_last] if keep_last > 0 else []:
         path.unlink()
 
 
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
-                      progress: bool = True, log: Callable[[str], None] = print) -> dict:
+                      progress: bool = True, log: Callable[[str], None] = print,
+                      device: str | torch.device | None = None) -> dict:
     """Train (or resume, when ``run_dir/last.pt`` exists) and return a summary of the run.
 
     Resuming needs the same config; a different one (another model variant, say) is a one-line
     error naming the differences. The tokenizer is trained on the training split only.
+    ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (default: a GPU when torch sees one); checkpoints
+    hold CPU tensors.
     """
+    device = device if isinstance(device, torch.device) else resolve_device(device)
     run_dir = Path(run_dir)
     with torch.device("meta"):  # every model setting checked now, not after the tokenizer has trained
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
@@ -268,24 +282,27 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     train = [encoded[i] for i in keep]
     valid = _encode(tokenizer, valid_pairs)
     torch.manual_seed(tc.seed)
-    model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD)
+    model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD).to(device)
     groups = scale_frequency_lr(model, parameter_groups(model, tc.weight_decay), tc.lr, tc.frequency_lr_scale)
     optimizer = torch.optim.Adam(groups, lr=tc.lr, betas=tuple(tc.betas), eps=tc.adam_eps)
-    state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0}
+    # loss_sum / tok_sum: the current epoch's summed training loss and target tokens (kept for a resume)
+    state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0,
+             "loss_sum": 0.0, "tok_sum": 0}
     if resume is not None:
         model.load_state_dict(resume["model_state"])
         optimizer.load_state_dict(resume["optimizer_state"])
         state.update(resume["progress"])
-        torch.set_rng_state(resume["rng_state"])
+        set_rng_state(resume["rng_state"], device)
         log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
     n_params = count_parameters(model)
     log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
     payload = {"tokenizer": tokenizer.state(), "vocab_size": tokenizer.vocab_size, "parameters": n_params}
 
     def save(path: Path, *, full: bool, **extra) -> None:
-        more = {"optimizer_state": optimizer.state_dict(), "rng_state": torch.get_rng_state(),
+        more = {"optimizer_state": optimizer.state_dict(), "rng_state": rng_state(device),
                 "progress": dict(state)} if full else {"step": state["step"], "epoch": extra.pop("epoch")}
-        save_checkpoint(path, CHECKPOINT_KIND, model.state_dict(), cfg_dict, **payload, **more, **extra)
+        weights = {k: v.cpu() for k, v in model.state_dict().items()}
+        save_checkpoint(path, CHECKPOINT_KIND, weights, cfg_dict, **payload, **more, **extra)
 
     batches_per_epoch = len(make_batches([0] * len(train), tc.batch_size))
     total = tc.max_epochs * batches_per_epoch
@@ -297,7 +314,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         epoch = state["epoch"]
         generator = torch.Generator().manual_seed(tc.seed * 100_003 + epoch)
         batches = make_batches([len(s) + len(t) for s, t in train], tc.batch_size, generator)
-        loss_sum, tok_sum, tok_window, window_start = 0.0, 0, 0, time.perf_counter()
+        tok_window, window_start = 0, time.perf_counter()
         for b in range(state["batch"], len(batches)):
             start, cpu_start = time.perf_counter(), time.process_time()
             lr = inverse_sqrt_lr(state["step"] + 1, tc.lr, tc.warmup_steps)
@@ -313,23 +330,26 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
             state["batch"] = b + 1
             state["train_seconds"] += time.perf_counter() - start
             state["train_cpu_seconds"] += time.process_time() - cpu_start
-            loss_sum, tok_sum, tok_window = loss_sum + loss.item() * n_tokens, tok_sum + n_tokens, tok_window + n_tokens
+            state["loss_sum"] += loss.item() * n_tokens
+            state["tok_sum"] += n_tokens
+            tok_window += n_tokens
             bar.update(1)
             if state["step"] % 10 == 0:
                 now = time.perf_counter()
-                bar.set_postfix(epoch=epoch, loss=f"{loss_sum / tok_sum:.3f}", lr=f"{lr:.1e}",
+                bar.set_postfix(epoch=epoch, loss=f"{state['loss_sum'] / state['tok_sum']:.3f}", lr=f"{lr:.1e}",
                                 tok_s=f"{tok_window / (now - window_start):.0f}")
                 tok_window, window_start = 0, now
             if tc.save_every_steps and state["step"] % tc.save_every_steps == 0:
                 save(last_path, full=True)
             if tc.max_steps and state["step"] >= tc.max_steps:
                 break
-        record = {"epoch": epoch, "step": state["step"], "train_loss": loss_sum / max(1, tok_sum), "lr": lr,
+        record = {"epoch": epoch, "step": state["step"], "train_loss": state["loss_sum"] / max(1, state["tok_sum"]),
+                  "lr": lr,
                   "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
                   **_validation_loss(model, valid, tc.batch_size, tc.label_smoothing)}
         save(run_dir / f"epoch{epoch}.pt", full=False, epoch=epoch, valid=record)
         if state["batch"] >= len(batches):
-            state["epoch"], state["batch"] = epoch + 1, 0
+            state["epoch"], state["batch"], state["loss_sum"], state["tok_sum"] = epoch + 1, 0, 0.0, 0
         save(last_path, full=True)
         _prune(run_dir, tc.keep_last)
         append_jsonl(run_dir / "log.jsonl", {"name": config.name, **record})
@@ -345,10 +365,12 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
 # --------------------------------------------------------------------------------------
 
 
-def load_translator(path: str | Path) -> tuple[TransformerSeq2Seq, object, TranslationConfig]:
-    """``(model in eval mode, tokenizer, config)`` from a translation checkpoint.
+def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
+                    ) -> tuple[TransformerSeq2Seq, object, TranslationConfig]:
+    """``(model in eval mode on device, tokenizer, config)`` from a translation checkpoint.
 
     Any other kind of checkpoint (a classifier, a language model) is a one-line error naming both.
+    ``device`` as in :func:`train_translation` (``None``: a GPU when torch sees one).
     """
     ck = load_checkpoint(path, CHECKPOINT_KIND)
     config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
@@ -359,7 +381,7 @@ def load_translator(path: str | Path) -> tuple[TransformerSeq2Seq, object, Trans
     except RuntimeError as exc:
         raise ValueError(f"checkpoint {path} does not fit a {config.model.variant!r} model: "
                          f"{str(exc).splitlines()[1].strip()}") from None
-    return model.eval(), tokenizer, config
+    return model.to(device if isinstance(device, torch.device) else resolve_device(device)).eval(), tokenizer, config
 
 
 def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path:
@@ -442,12 +464,12 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
     n = src.shape[0]
     limits = _limits(src_pad, max_len_a, max_len_b)
     memory, src_pad, beam_limits = (t.repeat_interleave(k, 0) for t in (memory, src_pad, limits))
-    scores = torch.full((n, k), float("-inf"))
+    scores = torch.full((n, k), float("-inf"), device=src.device)
     scores[:, 0] = 0.0
     tokens = src.new_full((n * k,), BOS)
     history = src.new_empty((n * k, 0))
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
-    offset = (torch.arange(n) * k).unsqueeze(1)
+    offset = (torch.arange(n, device=src.device) * k).unsqueeze(1)
     cache: dict = {}
     for step in range(int(limits.max()) + 1):
         log_probs = model.decode_step(tokens, step, memory, src_pad, cache).log_softmax(-1)
@@ -461,7 +483,7 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
             if len(finished[b]) < k:
                 finished[b].append((top[b, j].item() / (step + 1) ** length_penalty, history[origin[b, j]].tolist()))
         scores, keep = top.masked_fill(is_eos, float("-inf")).topk(k, dim=1)
-        done = torch.tensor([len(f) >= k for f in finished])
+        done = torch.tensor([len(f) >= k for f in finished], device=src.device)
         if done.all():
             break
         scores[done] = float("-inf")
@@ -481,7 +503,7 @@ def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequenc
     bar = tqdm(total=len(encoded), desc="translate", disable=not progress, leave=False, dynamic_ncols=True)
     for start in range(0, len(order), decode.batch_size):
         idx = order[start:start + decode.batch_size]
-        src = _pad([encoded[i] for i in idx])
+        src = _pad([encoded[i] for i in idx]).to(next(model.parameters()).device)
         if decode.beam_size == 1:
             hyps = greedy_search(model, src, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
         else:
@@ -499,20 +521,31 @@ def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequenc
 # --------------------------------------------------------------------------------------
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+#: What ``bleu`` holds when the hypotheses are not detokenized, true-cased text.
+NO_DETOKENIZED_BLEU = ("n/a: word-level output is lower-cased and tokenized, so detokenized case-sensitive BLEU "
+                       "cannot be computed; see bleu_tok_lc")
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, detokenized: bool = True) -> dict:
     """sacrebleu corpus BLEU, two ways, each with its signature.
 
-    - ``bleu``: detokenized, case-sensitive BLEU (sacrebleu's default, ``13a`` tokenization).
+    - ``bleu``: detokenized, case-sensitive BLEU (sacrebleu's default, ``13a`` tokenization). Only
+      for detokenized, true-cased hypotheses: with ``detokenized=False`` (the lower-cased word
+      pre-processing) it is ``None`` and its signature says why.
     - ``bleu_tok_lc``: tokenized (mteval-13a), lower-cased BLEU -- the figure the 2019 Multi30k
       literature (and the paper's Table 5) reports.
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    detok, tok_lc = BLEU(), BLEU(lowercase=True)
-    a, b = detok.corpus_score(list(hypotheses), [list(references)]), tok_lc.corpus_score(list(hypotheses),
-                                                                                        [list(references)])
-    return {"bleu": a.score, "bleu_signature": str(detok.get_signature()), "bleu_tok_lc": b.score,
-            "bleu_tok_lc_signature": str(tok_lc.get_signature())}
+    tok_lc = BLEU(lowercase=True)
+    b = tok_lc.corpus_score(list(hypotheses), [list(references)])
+    out = {"bleu": None, "bleu_signature": NO_DETOKENIZED_BLEU, "bleu_tok_lc": b.score,
+           "bleu_tok_lc_signature": str(tok_lc.get_signature())}
+    if detokenized:
+        detok = BLEU()
+        out.update(bleu=detok.corpus_score(list(hypotheses), [list(references)]).score,
+                   bleu_signature=str(detok.get_signature()))
+    return out
 
 
 def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConfig, split: str,
@@ -526,7 +559,7 @@ def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConf
         raise ValueError(f"no sentences to evaluate in {' and '.join(map(str, files))} (empty files)")
     start = time.perf_counter()
     hyps = translate_sentences(model, tokenizer, [s for s, _ in pairs], decode, progress=progress)
-    scores = corpus_bleu(hyps, [t for _, t in pairs])
+    scores = corpus_bleu(hyps, [t for _, t in pairs], detokenized=getattr(tokenizer, "kind", "bpe") != "word")
     scores.update(split=split, sentences=len(pairs), beam_size=decode.beam_size,
                   length_penalty=decode.length_penalty, decode_seconds=time.perf_counter() - start)
     return scores, hyps

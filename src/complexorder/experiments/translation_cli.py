@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..checkpoint import append_jsonl, atomic_write_text
 from ..config import config_to_dict
-from ..environment import set_threads
+from ..environment import resolve_device, set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -36,6 +36,7 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: a GPU when torch sees one, else the CPU)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
@@ -105,9 +106,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "average":
         if args.run_dir:
-            found = sorted(Path(args.run_dir).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+            if args.last < 1:
+                raise ValueError(f"--last must be at least 1, got {args.last}")
+            found = T.epoch_checkpoints(Path(args.run_dir))
             if not found:
-                raise FileNotFoundError(f"--run-dir {args.run_dir}: no epoch*.pt checkpoints there")
+                raise FileNotFoundError(f"--run-dir {args.run_dir}: no epochN.pt checkpoints there")
             paths = found[-args.last:]
         else:
             paths = [Path(p) for p in args.checkpoints]
@@ -119,12 +122,13 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "train":
         config = T.resolve_config(args.config, _parse_set(args.set))
         run_dir = Path(args.run_dir or Path("runs") / "translation" / config.name)
-        summary = T.train_translation(config, run_dir, args.data_dir, progress=progress, log=log)
+        summary = T.train_translation(config, run_dir, args.data_dir, progress=progress, log=log,
+                                      device=resolve_device(args.device))
         log(f"{config.name}: done after {summary['step']} steps, {summary['train_seconds']:.0f} s of training; "
             f"checkpoints in {run_dir}")
         print(json.dumps(summary, sort_keys=True))
         return 0
-    model, tokenizer, config = T.load_translator(args.checkpoint)
+    model, tokenizer, config = T.load_translator(args.checkpoint, resolve_device(args.device))
     decode = _decode_config(config, args)
     if args.action == "eval":
         scores, hyps = T.evaluate_split(model, tokenizer, config, args.split, args.data_dir, decode=decode,
@@ -134,17 +138,16 @@ def run(args: argparse.Namespace) -> int:
             atomic_write_text(args.hypotheses, "".join(h + "\n" for h in hyps))
         if args.results:
             append_jsonl(args.results, {**scores, "config": config_to_dict(config)})
-        print(f"{config.name} {args.split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}); "
+        detok = "n/a (word-level output)" if scores["bleu"] is None else \
+            f"{scores['bleu']:.2f} ({scores['bleu_signature']})"
+        print(f"{config.name} {args.split}: BLEU {detok}; "
               f"tokenized lower-cased BLEU {scores['bleu_tok_lc']:.2f} ({scores['bleu_tok_lc_signature']})")
         return 0
-    from ..data.multi30k import read_lines
+    from ..data.multi30k import decode_lines, read_lines
 
     if args.input != "-" and not Path(args.input).is_file():
         raise FileNotFoundError(f"--input {args.input} does not exist")
-    sentences = read_lines(args.input) if args.input != "-" else [line.strip() for line in
-                                                                   sys.stdin.read().split("\n")]
-    if args.input == "-" and sentences and sentences[-1] == "":
-        sentences.pop()
+    sentences = read_lines(args.input) if args.input != "-" else decode_lines(sys.stdin.buffer.read(), "<stdin>")
     out = T.translate_sentences(model, tokenizer, sentences, decode, progress=progress and args.output != "-")
     text = "".join(o + "\n" for o in out)
     if args.output == "-":
