@@ -400,6 +400,25 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     a = torch.load(tmp_path / "a" / "last.pt", weights_only=True)["model_state"]
     b = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model_state"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # a crash after the step-8 checkpoint, once steps 9-12 were logged: the resumed run drops and rewrites them
+    train_language_model(cfg, corpus, tmp_path / "c", stop_after=8, progress=False)
+    at_8 = (tmp_path / "c" / "last.pt").read_bytes()
+    train_language_model(cfg, corpus, tmp_path / "c", resume=True, progress=False, log=lambda *_: None)
+    (tmp_path / "c" / "last.pt").write_bytes(at_8)
+    messages = []
+    train_language_model(cfg, corpus, tmp_path / "c", resume=True, progress=False, log=messages.append)
+    assert f"dropped 2 record(s) after step 8 from {tmp_path / 'c' / 'results.jsonl'}" in messages
+    logged = lambda run: [(r["event"], r["step"], r.get("valid_bpc"), r.get("train_bpc"))  # noqa: E731
+                          for r in map(json.loads, (tmp_path / run / "results.jsonl").read_text().splitlines())]
+    assert logged("c") == logged("a")
+    # resuming on another corpus is refused
+    other_corpus = tmp_path / "corpus2"
+    other_corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        text = (corpus / f"{split}.txt").read_text()
+        (other_corpus / f"{split}.txt").write_text(text[::-1].strip() if split == "train" else text)
+    with pytest.raises(ValueError, match=r"cannot resume .*last.pt: it was trained on another corpus \(train split "):
+        train_language_model(cfg, other_corpus, tmp_path / "c", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
     with pytest.raises(ValueError, match=r"trained with train.lr=0.003, the config now says 0.001"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)

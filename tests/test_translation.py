@@ -386,6 +386,12 @@ def test_an_epoch_resumed_midway_logs_the_loss_of_all_its_batches(toy_data, tmp_
     assert [r["step"] for r in resumed] == [4, 10] and straight[-1]["step"] == 10
     assert resumed[-1]["train_loss"] == straight[-1]["train_loss"]  # all ten batches, not the six after the resume
     assert resumed[0]["train_loss"] != resumed[-1]["train_loss"]
+    # a crash after epoch 2 was logged but before its last.pt: the resumed run's epoch 2 replaces the logged one
+    at_10 = (tmp_path / "resumed" / "last.pt").read_bytes()
+    train_translation(budget(14), tmp_path / "resumed", toy_data, progress=False, log=lambda m: None)
+    (tmp_path / "resumed" / "last.pt").write_bytes(at_10)
+    train_translation(budget(14), tmp_path / "resumed", toy_data, progress=False, log=lambda m: None)
+    assert [r["step"] for r in read_jsonl(tmp_path / "resumed" / "log.jsonl")] == [4, 10, 12, 14]
 
 
 def test_a_checkpoint_of_another_model_type_is_a_clear_error(trained, toy_data, tmp_path, capsys):

@@ -105,6 +105,17 @@ def append_jsonl(path: str | Path, record: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def drop_records_after(path: str | Path, step: int) -> int:
+    """Rewrite a run's JSON-lines log (atomically) without the records of steps after ``step``: what a
+    run resumed from a checkpoint of ``step`` will write again. Returns how many were dropped."""
+    path = Path(path)
+    records = read_jsonl(path)
+    kept = [r for r in records if not (isinstance(r.get("step"), int) and r["step"] > step)]
+    if len(kept) != len(records):
+        atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+    return len(records) - len(kept)
+
+
 def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:
     """Records of a JSON-lines file (missing file: empty). Malformed lines are skipped and reported."""
     path = Path(path)

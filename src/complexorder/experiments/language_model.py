@@ -18,6 +18,7 @@ evaluation, with the full config).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, load_checkpoint, save_checkpoint
+from ..checkpoint import append_jsonl, drop_records_after, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
@@ -223,6 +224,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     if last_path.exists() and not resume:
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     corpus = load_corpus(corpus_dir, ("train", "valid"))
+    corpus_signature = {"train_chars": corpus["train"].numel(),
+                        "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
     valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
     batchify(valid, cfg.eval.batch_size, 1, "valid")  # fail now, not after hours of training
@@ -247,6 +250,15 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         state = dict(ck["progress"])
         memory = XLMemory.from_state(ck["memory"], device) if ck.get("memory") is not None else None
         set_rng_state(ck["rng_state"], device)
+        saved_corpus = ck.get("corpus")
+        if saved_corpus and saved_corpus != corpus_signature:
+            raise ValueError(f"cannot resume {last_path}: it was trained on another corpus (train split "
+                             f"{saved_corpus['train_chars']:,} characters, sha256 {saved_corpus['train_sha256'][:12]}…; "
+                             f"{corpus_dir} has {corpus_signature['train_chars']:,}, "
+                             f"{corpus_signature['train_sha256'][:12]}…)")
+        dropped = drop_records_after(results_path, state["step"])  # written after last.pt: they come again
+        if dropped:
+            log(f"dropped {dropped} record(s) after step {state['step']} from {results_path}")
         log(f"resumed {last_path} at step {state['step']}")
     n_params = count_parameters(model)
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
@@ -255,6 +267,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         save_checkpoint(last_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
                         optimizer_state=optimizer.state_dict(), progress=dict(state),
                         memory=None if memory is None else memory.state(), rng_state=rng_state(device),
+                        corpus=corpus_signature,
                         step=state["step"])
 
     def validate() -> float:

@@ -26,7 +26,7 @@ from sacrebleu.metrics import BLEU
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, check_writable, load_checkpoint, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict, load_config, merge_overrides, read_toml
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
@@ -293,6 +293,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         optimizer.load_state_dict(resume["optimizer_state"])
         state.update(resume["progress"])
         set_rng_state(resume["rng_state"], device)
+        drop_records_after(run_dir / "log.jsonl", state["step"])  # epochs logged after last.pt: they come again
         log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
     n_params = count_parameters(model)
     log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
@@ -350,9 +351,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         save(run_dir / f"epoch{epoch}.pt", full=False, epoch=epoch, valid=record)
         if state["batch"] >= len(batches):
             state["epoch"], state["batch"], state["loss_sum"], state["tok_sum"] = epoch + 1, 0, 0.0, 0
+        append_jsonl(run_dir / "log.jsonl", {"name": config.name, **record})  # before last.pt: never lost
         save(last_path, full=True)
         _prune(run_dir, tc.keep_last)
-        append_jsonl(run_dir / "log.jsonl", {"name": config.name, **record})
         bar.set_postfix(epoch=epoch, loss=f"{record['train_loss']:.3f}", valid_ppl=f"{record['valid_ppl']:.2f}")
         log(f"{config.name}: epoch {epoch} step {state['step']} train loss {record['train_loss']:.3f} "
             f"valid loss {record['valid_loss']:.3f} ppl {record['valid_ppl']:.2f}")
