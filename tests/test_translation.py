@@ -10,7 +10,7 @@ import torch
 
 from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
-from complexorder.data.multi30k import (EOS, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
+from complexorder.data.multi30k import (EOS, PAD, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
 from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, evaluate_split,
                                                   greedy_search, inverse_sqrt_lr, load_translator, make_batches,
@@ -354,6 +354,13 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
                  str(tmp_path / "avg3.pt")]) == 2
     assert "--last must be at least 1, got 0" in capsys.readouterr().err
     (run_dir / "epoch_avg.pt").unlink()
+    # checkpoints of one config but another tokenizer (other training data) are not averaged
+    other = torch.load(epochs[1], weights_only=True)
+    other["tokenizer"] = {**other["tokenizer"], "itos": list(reversed(other["tokenizer"]["itos"]))}
+    torch.save(other, tmp_path / "other.pt")
+    assert main(["translate", "average", str(epochs[0]), str(tmp_path / "other.pt"), "--output",
+                 str(tmp_path / "avg4.pt")]) == 2
+    assert "their tokenizers differ (trained on other data)" in capsys.readouterr().err
     a, b = (torch.load(p, weights_only=True)["model_state"] for p in epochs)
     assert [Path(p).name for p in avg["averaged_from"]] == [p.name for p in epochs]
     for key, value in avg["model_state"].items():  # the element-wise mean of the last two epochs
@@ -576,3 +583,17 @@ def test_a_bad_model_setting_fails_before_any_data_is_read_or_directory_made(tmp
     with pytest.raises(ValueError, match=r"^d_model \(128\) must be divisible by nhead \(3\)$"):
         train_translation(config, tmp_path / "run", tmp_path / "no-data", progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_weight_decay_leaves_both_embedding_tables_and_angles_undecayed():
+    from complexorder.experiments.training import parameter_groups
+
+    config = toy_config("complex-order")
+    model = TransformerSeq2Seq(config.model, 40, 40, pad_id=PAD)
+    decayed, free = parameter_groups(model, 1e-4)
+    assert decayed["weight_decay"] == 1e-4 and free["weight_decay"] == 0.0
+    undecayed = {id(p) for p in free["params"]}
+    tables = list(model.src_embedding.parameters()) + list(model.tgt_embedding.parameters())
+    assert tables and all(id(p) in undecayed for p in tables)
+    assert {id(p) for p in decayed["params"]} == {id(p) for p in model.parameters()} - undecayed
+    assert all(id(p) not in undecayed for p in model.encoder_layers.parameters() if p.dim() == 2)

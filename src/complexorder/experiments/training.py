@@ -28,17 +28,22 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+#: Where a model keeps its embedding tables (classifiers: ``embedding``; translation: one per side).
+EMBEDDING_ATTRIBUTES = ("embedding", "src_embedding", "tgt_embedding")
+
+
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Adam groups: the layers after the embedding with L2 ``weight_decay``; ``model.embedding`` (if
-    any) and every frequency/phase parameter (wherever it is) without.
+    """Adam groups: the layers after the embedding with L2 ``weight_decay``; the embedding tables
+    (``model.embedding``, or a translation model's ``src_embedding`` / ``tgt_embedding``) and every
+    frequency/phase parameter (wherever it is) without.
 
     The authors' code applies L2 to the output layer only, and for frequencies and phases (angles)
     L2 is meaningless (the paper: omega "cannot be directly regularized with L2-norm penalties").
     Embedding tables with sparse gradients are left out: they go to ``SparseAdam``.
     """
-    embedding = getattr(model, "embedding", None)
-    sparse = {id(p) for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])}
-    embedding_ids = {id(p) for p in embedding.parameters()} if embedding is not None else set()
+    embeddings = [m for m in (getattr(model, n, None) for n in EMBEDDING_ATTRIBUTES) if isinstance(m, nn.Module)]
+    sparse = {id(p) for m in embeddings if hasattr(m, "sparse_parameters") for p in m.sparse_parameters()}
+    embedding_ids = {id(p) for m in embeddings for p in m.parameters()}
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if p.requires_grad and id(p) not in sparse:

@@ -385,6 +385,14 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     return model.to(device if isinstance(device, torch.device) else resolve_device(device)).eval(), tokenizer, config
 
 
+def _same_tokenizer(a: dict, b: dict) -> bool:
+    """Whether two saved tokenizer states are the same (kind and vocabulary / sentencepiece model)."""
+    if a.keys() != b.keys():
+        return False
+    return all(torch.equal(a[k], b[k]) if isinstance(a[k], Tensor) and isinstance(b[k], Tensor) else a[k] == b[k]
+               for k in a)
+
+
 def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path:
     """Average the weights of translation checkpoints of one run (same config) into ``output``."""
     if not paths:
@@ -396,6 +404,8 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
         diffs = _config_differences(first["config"], ck["config"], ignore=RESUMABLE_CHANGES)
         if diffs:
             raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({diffs[0]})")
+        if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):
+            raise ValueError(f"cannot average {paths[0]} and {path}: their tokenizers differ (trained on other data)")
         for k, v in ck["model_state"].items():
             sums[k] += v.double()
     state = {k: (v / len(paths)).to(first["model_state"][k].dtype) for k, v in sums.items()}
