@@ -2,7 +2,7 @@
 # Short tuning runs for the Table 6 benchmark, judged on the validation split only (never test):
 # 1500 steps of the proxy_cpu config each (validation every 500 steps on its first 60,000 characters),
 # one thread each, resumable; a finished run (RUN.done) is not repeated.
-# Usage: benchmarks/lm/calibrate.sh STAGE [CORPUS_DIR] [RUNS_DIR]    (STAGE: 1, 2 or 3)
+# Usage: benchmarks/lm/calibrate.sh STAGE [CORPUS_DIR] [RUNS_DIR]    (STAGE: 1, 2, 3 or 4)
 # Stages 1 and 2 ran two trainings at a time; stage 3 runs beside a benchmark training.
 # Note: stage 1 ran on a first build of the proxy corpus that still held SST's -LRB-/-RRB- tokens as
 # the words "lrb"/"rrb"; stages 2 and 3 on the final build (runs/lm/table6/corpus).
@@ -32,4 +32,12 @@ case $STAGE in
   3)  # complex-order frequencies starting at zero (position-free start) instead of the sinusoidal ones
     run complex-order-segment-zeros --embedding complex-order --set model.position_mode=segment \
         --set model.frequency_init=zeros ;;
+  4)  # stop 38: why positions counted across segments do not train. From frequencies at 0 (the run starts
+      # as complex-vanilla), at the usual learning rate and at 1e-4 x it: if a slower frequency helps, the
+      # cause is the frequencies' gradient, proportional to positions in the millions
+    run complex-order-stream-zeros --embedding complex-order --set model.position_mode=stream \
+        --set model.frequency_init=zeros &
+    run complex-order-stream-zeros-lr1e-4 --embedding complex-order --set model.position_mode=stream \
+        --set model.frequency_init=zeros --set train.frequency_lr_scale=1e-4 &
+    wait ;;
 esac

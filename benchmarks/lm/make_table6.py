@@ -19,6 +19,8 @@ CALIBRATION = {
     "complex-order-segment": "stage 2: positions restarting in every segment, sinusoidal frequencies",
     "complex-vanilla": "stage 2: reference",
     "complex-order-segment-zeros": "stage 3: positions per segment, frequencies starting at 0",
+    "complex-order-stream-zeros": "stage 4 (stop 38): positions across segments, frequencies from 0",
+    "complex-order-stream-zeros-lr1e-4": "stage 4 (stop 38): the same, frequencies' learning rate x 1e-4",
 }
 CALIBRATION_COMMANDS = {
     "vanilla": (1, "--embedding vanilla --set model.position_mode=stream"),
@@ -27,6 +29,10 @@ CALIBRATION_COMMANDS = {
     "complex-vanilla": (2, "--embedding complex-vanilla --set model.position_mode=stream"),
     "complex-order-segment-zeros": (3, "--embedding complex-order --set model.position_mode=segment "
                                        "--set model.frequency_init=zeros"),
+    "complex-order-stream-zeros": (4, "--embedding complex-order --set model.position_mode=stream "
+                                      "--set model.frequency_init=zeros"),
+    "complex-order-stream-zeros-lr1e-4": (4, "--embedding complex-order --set model.position_mode=stream "
+                                             "--set model.frequency_init=zeros --set train.frequency_lr_scale=1e-4"),
 }
 
 
