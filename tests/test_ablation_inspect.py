@@ -114,6 +114,8 @@ def test_inspect_bad_input(tmp_path):
     path, _ = classifier_checkpoint(tmp_path)
     with pytest.raises(ValueError, match=r"word 'wrost' is not in the checkpoint's vocabulary \(6 words\); near matches: worst"):
         inspect_checkpoint(path, tmp_path / "o", word="wrost")
+    with pytest.raises(ValueError, match=r"^word '<pad>' is a special token of the vocabulary, not a word; choose a word$"):
+        inspect_checkpoint(path, tmp_path / "o", word="<pad>")
     with pytest.raises(ValueError, match="^--dims: dimension 9 is outside 0..3$"):
         inspect_checkpoint(path, tmp_path / "fresh", word="worst", dims=[9])
     assert not (tmp_path / "fresh").exists()  # checked before anything is written

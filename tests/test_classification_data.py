@@ -169,6 +169,12 @@ def test_word_vectors_in_three_formats(tmp_path):
         load_word_vectors(tmp_path / "none.txt")
     with pytest.raises(ValueError, match="vectors format 'fasttext' unknown"):
         load_word_vectors(tmp_path / "v.txt", "fasttext")
+    # a UTF-8 text file whose first 4096 bytes after the header end inside a character is still text
+    first = "a" * 4085 + " 1 2 3\n"  # 4,092 bytes: the next line's é takes bytes 4,095 and 4,096
+    body = (first + "café 4 5 6\n").encode()
+    assert body[4095:4097] == "é".encode()
+    (tmp_path / "u.txt").write_bytes(b"2 3\n" + body)
+    assert load_word_vectors(tmp_path / "u.txt").index_to_key == ["a" * 4085, "café"]
 
 
 def test_a_data_file_without_examples_is_an_error_not_a_smaller_data_set(tmp_path):

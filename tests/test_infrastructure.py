@@ -198,3 +198,14 @@ def test_merge_overrides_checks_each_key_against_the_config_class_and_the_file()
         merge_overrides({"train": 3}, {"train.lr": 0.01}, LMConfig)
     with pytest.raises(ValueError, match=r"^--set train.lrr: unknown key 'lrr' in \[train\]; valid keys: "):
         merge_overrides({}, {"train.lrr": 0.01}, LMConfig)
+
+
+def test_a_broken_cached_archive_is_named_with_what_to_do(tmp_path):
+    from complexorder.data.sources import download_dataset
+
+    cache = tmp_path / "downloads"
+    cache.mkdir()
+    (cache / "rt-polaritydata.tar.gz").write_bytes(b"<html>proxy error</html>")  # kept by an earlier attempt
+    with pytest.raises(ValueError, match=r"rt-polaritydata.tar.gz is not a readable archive \(.*\) \(archive read "
+                                         r"from .*downloads/rt-polaritydata.tar.gz; delete it to download it again\)"):
+        download_dataset("MR", tmp_path, log=lambda *_: None)

@@ -82,15 +82,21 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
         if not targets:
             continue
         log(f"downloading {source.url}")
-        blob = fetch(source.url, cache / Path(source.url).name).read_bytes()
+        archive = cache / Path(source.url).name
+        blob = fetch(source.url, archive).read_bytes()
         for target, member in targets.items():
-            data = _extract(blob, source, member)
+            try:
+                data = _extract(blob, source, member)
+            except (ValueError, zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+                reason = str(exc) if isinstance(exc, ValueError) else f"{source.url} is not a readable archive ({exc})"
+                raise ValueError(f"{reason} (archive read from {archive}; delete it to download it again)") from None
             if source.strip_header:
                 data = data.split(b"\n", 1)[1] if b"\n" in data else b""
             got = hashlib.sha256(data).hexdigest()
             if verify and got != spec.sha256.get(target):
                 raise ValueError(f"checksum mismatch for {name}/{target} from {source.url}: expected sha256 "
-                                 f"{spec.sha256.get(target)}, got {got}; not saved (use --skip-checksum to keep it)")
+                                 f"{spec.sha256.get(target)}, got {got}; not saved (the archive was read from {archive}: "
+                                 f"delete it to download it again, or use --skip-checksum to keep the file)")
             atomic_write_bytes(folder / target, data)
             written.append(folder / target)
     return written

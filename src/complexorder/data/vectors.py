@@ -7,6 +7,7 @@ skip-gram vectors on the unlabeled sentences at hand instead; every result recor
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -132,8 +133,8 @@ def _sniff_format(path: Path) -> str:
     except UnicodeDecodeError:
         first = []
     if len(first) == 2 and all(f.isdigit() for f in first):
-        try:
-            second.decode("utf-8")
+        try:  # incremental: a window that ends inside a multi-byte character is still text
+            codecs.getincrementaldecoder("utf-8")().decode(second, final=False)
             return "word2vec-text"
         except UnicodeDecodeError:
             return "word2vec-binary"

@@ -368,13 +368,23 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
                        directory=True)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
-    done = {unit_key(r) for r in read_jsonl(results_path, warn=log) if "config_hash" in r}
-    todo = []
+    finished = [r for r in read_jsonl(results_path, warn=log) if "config_hash" in r]
+    done = {unit_key(r) for r in finished}
+    todo, keys = [], set()
     for unit in units:
         key = (unit.dataset, unit.model, unit.variant.label, unit.split, _hash(unit_config(grid, unit)))
+        keys.add(key)
         if key not in done:
             todo.append(unit)
     log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
+    if grid.vectors and Path(grid.vectors).is_file():  # a unit's identity holds the vectors' path, not their digest
+        now = cache.digest(grid.vectors)
+        stale = [r for r in finished if unit_key(r) in keys and isinstance(r.get("vectors"), dict)
+                 and r["vectors"].get("sha256") not in (None, now)]
+        if stale:
+            log(f"note: {len(stale)} finished unit(s) in {results_path} used another file at {grid.vectors} (sha256 "
+                f"{stale[0]['vectors']['sha256'][:12]}…, now {now[:12]}…); they are kept and not re-run — remove "
+                f"their lines from the results file to re-run them with the current vectors")
     if grid.vectors and any(getattr(grid, u.model).pretrained for u in todo) and not Path(grid.vectors).is_file():
         raise FileNotFoundError(f"vectors file {grid.vectors} (config `vectors` / --vectors) does not exist; create one "
                                 "with `complexorder vectors train`, or pass another with --vectors")

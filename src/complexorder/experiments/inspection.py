@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint
+from ..data.vocab import PAD_TOKEN, UNK_TOKEN
 from ..embeddings import ComplexOrderEmbedding, sinusoidal_frequencies
 from .classification import build_model_from_config
 
@@ -140,6 +141,8 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     vocab = ck["vocab"]
     word_id = None
     if word is not None:
+        if word in (PAD_TOKEN, UNK_TOKEN):
+            raise ValueError(f"word {word!r} is a special token of the vocabulary, not a word; choose a word")
         if word not in vocab:
             near = difflib.get_close_matches(word, vocab, n=5)
             raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(vocab)} words)"
