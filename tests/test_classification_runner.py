@@ -105,6 +105,17 @@ def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monk
     # a changed setting is a different experiment: it runs again
     grid2 = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, hidden=6))
     assert len(run_grid(grid2, progress=False, log=lambda *_: None)) == 4
+    # vectors re-trained at the same path: the finished units are kept, and the note says so
+    with open(grid.vectors) as fh:
+        lines = fh.read().splitlines()
+    first = lines[1].split()
+    lines[1] = " ".join([first[0], "9.999"] + first[2:])
+    with open(grid.vectors, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    logs = []
+    assert run_grid(grid2, progress=False, log=logs.append) == []
+    assert any(line.startswith(f"note: 4 finished unit(s) in {grid.results} used another file at {grid.vectors}")
+               for line in logs)
 
 
 def test_wilcoxon_marks_on_a_hand_made_example():
@@ -121,6 +132,43 @@ def test_wilcoxon_marks_on_a_hand_made_example():
     marks, pvalues = significance_marks(cells, "MR", "cnn")
     assert marks == "§"  # over none; not over tpe (mixed); not over pe (4 pairs: p >= 1/16)
     assert pvalues["pe"] == (1 / 16, 4)
+
+
+def test_wilcoxon_ties_equal_in_exact_arithmetic_and_zero_differences():
+    # correct answers out of 1821: differences +7 +9 +5 -5 +9 +5 -- +5 and -5 tie in rank, whatever the rounding
+    ours = [1542, 1590, 1598, 1478, 1413, 1559]
+    theirs = [1535, 1581, 1593, 1483, 1404, 1554]
+    p, n = paired_wilcoxon({f"s{i}": o / 1821 for i, o in enumerate(ours)},
+                           {f"s{i}": t / 1821 for i, t in enumerate(theirs)})
+    # the exact permutation p-value with ties: 4 of the 64 sign patterns reach W+ >= 19 (split ties gave 3/64)
+    assert n == 6 and p == pytest.approx(4 / 64)
+    # four positive differences and six zeros: the zeros are dropped, 4 pairs cannot give p < 0.05
+    p, n = paired_wilcoxon({f"f{i}": 0.8 + (0.01 * (i + 1) if i < 4 else 0) for i in range(10)},
+                           {f"f{i}": 0.8 for i in range(10)})
+    assert n == 10 and p == pytest.approx(1 / 16)
+
+
+def test_report_names_a_results_file_of_another_experiment_and_notes_cells_mixing_settings(tmp_path, capsys):
+    from complexorder.cli import main
+
+    (tmp_path / "bleu.jsonl").write_text(json.dumps({"bleu": 30.1, "split": "test2016"}) + "\n")
+    assert main(["report", "--results", str(tmp_path / "bleu.jsonl")]) == 2
+    assert (f"results file {tmp_path / 'bleu.jsonl'}: record 1 is not a classification result (no 'dataset'; it "
+            "holds bleu, split)") in capsys.readouterr().err
+    # complex-order's seed 1 re-run with other epochs into the same file: the cell mixes two settings
+    def record(variant, seed, epochs, acc):
+        return {"dataset": "TREC", "model": "fasttext", "variant": variant, "split": f"seed-{seed}",
+                "test_accuracy": acc, "seconds_per_epoch": 1.0, "finished_at": f"t{epochs}", "command": "c",
+                "device": "cpu", "torch_threads": 1, "cpu": {"model": "Some CPU"},
+                "config": {"split": f"seed-{seed}", "seed": seed, "embedding": variant, "settings": {"epochs": epochs}}}
+    rows = [record(v, s, 1, 0.5) for v in ("none", "complex-order") for s in (1, 2, 3)] + [record("complex-order", 1, 3, 0.6)]
+    (tmp_path / "mixed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--results", str(tmp_path / "mixed.jsonl"), "--out", str(tmp_path / "t.md")]) == 0
+    assert "some cells of" in capsys.readouterr().err
+    text = (tmp_path / "t.md").read_text()
+    assert "**Cells mixing settings.**" in text and "- TREC fasttext complex-order: 2 different settings (" in text
+    assert "TREC fasttext none" not in text.split("**Cells mixing settings.**")[1].split("## Targets")[0]
+    assert "(cpu, 1 torch thread, Some CPU)" in text  # the run conditions come from the records
 
 
 def test_report_target_line_without_any_paired_baseline_says_so():

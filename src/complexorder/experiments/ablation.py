@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
-from .report import latest_records, load_results, paired_wilcoxon
+from .report import latest_records, load_results, mixed_settings, paired_wilcoxon
 
 __all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split"]
 
@@ -84,6 +84,11 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
            "was run on the same seeds as the first; otherwise the mean paired difference on the seeds both were run "
            "on, their number beside it). Parameter counts are exact counts of our models (embedding + the rest).",
            ""] + lines + [""]
+    mixed = mixed_settings(records)
+    if mixed:
+        out += ["**Rows mixing settings.** These rows average (and pair) units trained with different settings under "
+                "one label (e.g. from two results files); setting hashes without split and seed in brackets:", ""]
+        out += [f"- {line}" for line in mixed] + [""]
     out += ["## Ordering against the paper's", ""] + _ordering(by_variant) + [""]
     out += _further_rows(by_variant)
     out += _paired_tests(by_variant)

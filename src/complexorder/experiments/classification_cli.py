@@ -247,6 +247,9 @@ def run_report(args: argparse.Namespace) -> int:
         args.out = str(Path(args.results[0]).parent / "table2.md")
     if args.figure is None:
         args.figure = str(Path(args.out).parent / "fig2_epoch_time.png")
-    write_report(args.results, args.out, args.figure or None, args.figure_dataset)
+    text = write_report(args.results, args.out, args.figure or None, args.figure_dataset)
     print(f"wrote {args.out}" + (f" and {args.figure}" if args.figure else ""))
+    if "**Cells mixing settings.**" in text:
+        print(f"complexorder: note: some cells of {args.out} mix units trained with different settings (listed "
+              f"under the table)", file=sys.stderr)
     return 0

@@ -3,13 +3,17 @@
 Significance follows the paper: a one-sided Wilcoxon signed-rank test (scipy) of complex-order
 against each baseline of the same architecture and data set, paired by fold (CV) or seed (fixed
 splits); a mark means p < 0.05. With n pairs the smallest attainable p is 2^-n, so at least 5
-pairs are needed for a mark.
+pairs are needed for a mark. The differences are rounded (to 1e-12) before ranking, so that accuracies
+equal in exact arithmetic tie (SciPy's advice), and pairs with no difference are dropped ("wilcox");
+with ties or zeros SciPy (>= 1.15) then computes the exact permutation p-value for small n.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import math
 from collections import defaultdict
 from importlib import resources
@@ -35,12 +39,48 @@ def load_results(paths, warn=print) -> list[dict]:
     for path in paths:
         if not Path(path).is_file():
             raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` first")
-        records.extend(read_jsonl(path, warn=warn))
+        found = read_jsonl(path, warn=warn)
+        check_records(found, f"results file {path}")
+        records.extend(found)
     return records
+
+
+#: What a classification result record must hold to be rendered.
+RECORD_FIELDS = ("dataset", "model", "variant", "split", "test_accuracy")
+
+
+def check_records(records: list[dict], source: str = "results") -> None:
+    """A one-line error when ``records`` are not classification results (another experiment's file, say)."""
+    for i, r in enumerate(records, 1):
+        missing = [k for k in RECORD_FIELDS if k not in r]
+        if missing:
+            held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")
+            raise ValueError(f"{source}: record {i} is not a classification result (no {missing[0]!r}; it holds "
+                             f"{held}); pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
+
+
+def setting_key(record: dict) -> str | None:
+    """The record's settings without its split and seed (a hash), or None for records without a config:
+    two records of one cell with different keys were trained differently."""
+    config = record.get("config")
+    if not isinstance(config, dict):
+        return None
+    rest = {k: v for k, v in config.items() if k not in ("split", "seed")}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def mixed_settings(records: list[dict]) -> list[str]:
+    """One line per (dataset, model, variant) cell whose shown units were trained with different settings."""
+    keys: dict[tuple, set] = defaultdict(set)
+    for r in latest_records(records):
+        keys[(r["dataset"], r["model"], r["variant"])].add(setting_key(r))
+    return [f"{d} {m} {v}: {len(k)} different settings ({', '.join(sorted(map(str, k)))})"
+            for (d, m, v), k in sorted(keys.items()) if len(k) > 1]
 
 
 def latest_records(records: list[dict]) -> list[dict]:
     """One record per (dataset, model, variant, split): the most recently finished one."""
+    check_records(records)
     best: dict[tuple, dict] = {}
     for r in records:
         key = (r["dataset"], r["model"], r["variant"], r["split"])
@@ -62,10 +102,10 @@ def paired_wilcoxon(ours: dict[str, float], theirs: dict[str, float]) -> tuple[f
     common = sorted(set(ours) & set(theirs))
     if not common:
         return None, 0
-    diffs = np.array([ours[s] - theirs[s] for s in common])
+    diffs = np.round(np.array([ours[s] - theirs[s] for s in common]), 12)  # equal in exact arithmetic: tied
     if np.all(diffs == 0):
         return 1.0, len(common)
-    return float(wilcoxon(diffs, alternative="greater", zero_method="wilcox").pvalue), len(common)
+    return float(wilcoxon(diffs, alternative="greater", zero_method="wilcox", method="auto").pvalue), len(common)
 
 
 def is_complex_order_row(variant: str) -> bool:
@@ -250,7 +290,14 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
            "complex-order and of its configured variants (rows \"complex-order, …\") (one-sided Wilcoxon signed-rank, p < 0.05, over § none, † PE, ‡ TPE, * complex-vanilla), "
            "and the paper's figure in brackets. [n=k]: a cell measured on fewer folds/seeds than the fullest "
            "cell of the table. — = not measured.", ""]
-    out += lines + ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
+    out += lines
+    mixed = mixed_settings(records)
+    if mixed:
+        out += ["", "**Cells mixing settings.** These cells average (and pair) units trained with different settings "
+                    "under one label — e.g. a unit re-run with other epochs into the same results file; their means "
+                    "and marks mix the two (setting hashes without split and seed in brackets):", ""]
+        out += [f"- {line}" for line in mixed]
+    out += ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
     out += _test_curve_section(records)
     out += _variant_dev_section(records)
@@ -330,13 +377,29 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     axes[0][0].set_ylabel("seconds per training epoch")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper right", fontsize=7)
-    fig.suptitle("Training time per epoch (CPU, one thread, shared machine)", fontsize=10)
+    fig.suptitle(f"Training time per epoch ({run_conditions(records)})", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     buffer = io.BytesIO()
     fig.savefig(buffer, format=_image_format(path), dpi=110)
     plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())
     return means
+
+
+def run_conditions(records: list[dict]) -> str:
+    """Where the units ran, from the records: devices, torch threads, CPU models (records written before a
+    field existed count as the CPU, or as "threads not recorded")."""
+    units = latest_records(records)
+    devices = sorted({str(r.get("device", "cpu")) for r in units})
+    threads = sorted({r["torch_threads"] for r in units if isinstance(r.get("torch_threads"), int)})
+    cpus = sorted({r["cpu"]["model"] for r in units if isinstance(r.get("cpu"), dict) and r["cpu"].get("model")})
+    parts = [" / ".join(devices),
+             ("threads not recorded" if not threads else
+              f"{threads[0]} torch thread{'s' if threads[0] > 1 else ''}" if len(threads) == 1 else
+              f"{threads[0]}-{threads[-1]} torch threads")]
+    if cpus:
+        parts.append(cpus[0] if len(cpus) == 1 else f"{len(cpus)} CPU models")
+    return ", ".join(parts)
 
 
 IMAGE_FORMATS = ("png", "pdf", "svg")
@@ -372,9 +435,9 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
                 tpe = means.get((model, "tpe"))
                 ratio = f"{t / tpe:.2f}" if variant == "complex-order" and tpe else ""
                 rows.append(f"| {d} | {model} | {variant} | {t:.1f} | {ratio} |")
-        rows += ["", "Seconds per epoch are training time (no evaluation) measured inside the grid runs, one torch "
-                 "thread each, on a 2-core machine shared with other jobs: compare ratios within a data set with "
-                 "care (benchmarks/results/speed.md measures them side by side)."]
+        rows += ["", f"Seconds per epoch are training time (no evaluation) measured inside the grid runs "
+                     f"({run_conditions(records)}), possibly beside other jobs: compare ratios within a data set "
+                     f"with care (benchmarks/results/speed.md measures them side by side)."]
         text += "\n".join(rows) + "\n"
     atomic_write_text(out, text)
     return text
