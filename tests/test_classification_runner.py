@@ -105,6 +105,12 @@ def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monk
     # a changed setting is a different experiment: it runs again
     grid2 = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, hidden=6))
     assert len(run_grid(grid2, progress=False, log=lambda *_: None)) == 4
+    # a checkpoint directory given once the units have finished: they are not re-run, and the note says so
+    logs = []
+    assert run_grid(dataclasses.replace(grid2, checkpoint_dir=str(tmp_path / "ck")), progress=False,
+                    log=logs.append) == []
+    assert any(line.startswith(f"note: 4 finished unit(s) have no checkpoint in {tmp_path / 'ck'} (e.g. MR-fasttext-")
+               for line in logs)
     # vectors re-trained at the same path: the finished units are kept, and the note says so
     with open(grid.vectors) as fh:
         lines = fh.read().splitlines()

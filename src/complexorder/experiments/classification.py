@@ -306,6 +306,12 @@ def _encode(vocab: Vocabulary, part) -> EncodedDataset:
     return EncodedDataset([vocab.encode(t) for t in texts], torch.tensor(labels, dtype=torch.long))
 
 
+def checkpoint_path(grid: GridConfig, unit: Unit) -> Path:
+    """Where a unit's trained model goes with ``checkpoint_dir`` (one file per data set, model, row and split)."""
+    name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
+    return Path(grid.checkpoint_dir) / f"{name}.pt"
+
+
 def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True, command: str | None = None) -> dict:
     """Train and test one unit (on ``grid.device``); return its result record."""
     device = resolve_device(grid.device, "device (config `device` / --device)")
@@ -347,9 +353,8 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command,
     }
     if grid.checkpoint_dir:
-        name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
         weights = {k: v.cpu() for k, v in model.state_dict().items()}
-        save_checkpoint(Path(grid.checkpoint_dir) / f"{name}.pt", "classifier", weights, config,
+        save_checkpoint(checkpoint_path(grid, unit), "classifier", weights, config,
                         vocab=vocab.itos, label_names=list(data.label_names), max_positions=data.max_length(),
                         test_accuracy=test_acc)
     return record
@@ -377,6 +382,13 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
         if key not in done:
             todo.append(unit)
     log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
+    if grid.checkpoint_dir:  # finished units are not re-run for a checkpoint directory given later
+        pending = {id(u) for u in todo}
+        missing = [u for u in units if id(u) not in pending and not checkpoint_path(grid, u).is_file()]
+        if missing:
+            log(f"note: {len(missing)} finished unit(s) have no checkpoint in {grid.checkpoint_dir} (e.g. "
+                f"{checkpoint_path(grid, missing[0]).name}: they ran without a checkpoint directory); remove their "
+                f"lines from {results_path} to re-run them with checkpoints")
     if grid.vectors and Path(grid.vectors).is_file():  # a unit's identity holds the vectors' path, not their digest
         now = cache.digest(grid.vectors)
         stale = [r for r in finished if unit_key(r) in keys and isinstance(r.get("vectors"), dict)
