@@ -48,7 +48,8 @@ class ModelSettings:
 
     ``sparse_embeddings`` trains the embedding tables with sparse gradients and ``SparseAdam`` (a lazy
     Adam that updates only the rows of the words in the batch; 2-4x faster epochs on CPU).
-    ``weight_decay`` (L2) applies to the layers after the embedding, as in the authors' code.
+    ``weight_decay`` (L2) applies to every layer after the embedding (the authors' code decays the output layer only;
+    the embedding tables, frequencies and phases are never decayed). The table2 config uses 0.
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies only (not in
     the paper's pool; 1.0, the default, trains them like every other parameter).
     ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
