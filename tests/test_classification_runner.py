@@ -641,3 +641,15 @@ def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read
     # a grid that needs no vectors (the Transformer) does not ask for them
     transformer = tiny_grid(tmp_path / "t", models=["transformer"], vectors=str(tmp_path / "nope.txt"), folds=[0])
     assert len(run_grid(transformer, progress=False, log=lambda *_: None)) == 5
+
+
+def test_n_labels_compare_folds_with_folds_and_seeds_with_seeds():
+    def rows(dataset, variant, splits):
+        return [{"dataset": dataset, "model": "cnn", "variant": variant, "split": s, "test_accuracy": 0.8,
+                 "seconds_per_epoch": 1.0, "finished_at": "t", "command": "c"} for s in splits]
+
+    folds, seeds = [f"fold-{i}" for i in range(10)], [f"seed-{i}" for i in range(1, 7)]
+    text = render_table2(rows("MR", "none", folds) + rows("MR", "complex-order", folds[:4])
+                         + rows("TREC", "none", seeds) + rows("TREC", "complex-order", seeds[:3]))
+    assert "| CNN | none | 0.800 (0.809) | 0.800 (0.898) |" in text  # six seeds: TREC's full plan, no [n=6]
+    assert "| CNN | complex-order | 0.800 [n=4] (0.825) | 0.800 [n=3] (0.939) |" in text

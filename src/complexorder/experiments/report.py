@@ -257,7 +257,12 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
     models = models or [m for m in MODEL_TITLES if any(k[1] == m for k in cells)]
     variants = variants or list(dict.fromkeys(["none", "pe", "tpe", "complex-vanilla", "complex-order"]
                                              + [k[2] for k in cells]))
-    full_n = max((len(v) for v in cells.values()), default=0)
+    def kind(scores: dict) -> str:  # folds (CV) or seeds (fixed splits): each kind has its own fullest cell
+        return "fold" if any(s.startswith("fold-") for s in scores) else "seed"
+
+    full_n: dict[str, int] = {}
+    for scores in cells.values():
+        full_n[kind(scores)] = max(full_n.get(kind(scores), 0), len(scores))
     lines = ["| model | embedding | " + " | ".join(datasets) + " |", "|---|---|" + "---:|" * len(datasets)]
     detail = ["| data set | model | embedding | n | mean | std | min | max | p vs none | p vs pe | p vs tpe | p vs complex-vanilla |",
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -275,7 +280,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
                     continue
                 target = is_complex_order_row(variant)
                 marks = significance_marks(cells, d, model, variant)[0] if target else ""
-                n_text = f" [n={len(scores)}]" if len(scores) < full_n else ""
+                n_text = f" [n={len(scores)}]" if len(scores) < full_n[kind(scores)] else ""
                 row.append(f"{np.mean(list(scores.values())):.3f}{marks}{n_text}{ref_text}")
                 values = np.array(list(scores.values()))
                 pv = significance_marks(cells, d, model, variant)[1] if target else {}
@@ -288,8 +293,8 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
     out = ["# Table 2: text-classification accuracy", "",
            "Each cell: our mean test accuracy over folds (CV) or seeds (fixed splits), the significance marks of "
            "complex-order and of its configured variants (rows \"complex-order, …\") (one-sided Wilcoxon signed-rank, p < 0.05, over § none, † PE, ‡ TPE, * complex-vanilla), "
-           "and the paper's figure in brackets. [n=k]: a cell measured on fewer folds/seeds than the fullest "
-           "cell of the table. — = not measured.", ""]
+           "and the paper's figure in brackets. [n=k]: a cell measured on fewer folds (seeds) than the fullest "
+           "cross-validated (fixed-split) cell of the table. — = not measured.", ""]
     out += lines
     mixed = mixed_settings(records)
     if mixed:
