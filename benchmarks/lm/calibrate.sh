@@ -11,6 +11,8 @@ STAGE=$1
 CORPUS=${2:-runs/lm/table6/corpus}
 RUNS=${3:-runs/lm/calibrate}
 export OMP_NUM_THREADS=1
+# shellcheck source=benchmarks/lm/lib.sh
+source "$(dirname "$0")/lib.sh"
 CO=${CO:-.venv/bin/complexorder}
 run() {  # name, then extra arguments
   local name=$1; shift
@@ -24,11 +26,11 @@ case $STAGE in
   1)  # complex-order with positions counting across segments against vanilla
     run vanilla --embedding vanilla --set model.position_mode=stream &
     run complex-order-stream --embedding complex-order --set model.position_mode=stream &
-    wait ;;
+    wait_all ;;
   2)  # positions restarting in every segment (the authors' released code), and complex-vanilla
     run complex-order-segment --embedding complex-order --set model.position_mode=segment &
     run complex-vanilla --embedding complex-vanilla --set model.position_mode=stream &
-    wait ;;
+    wait_all ;;
   3)  # complex-order frequencies starting at zero (position-free start) instead of the sinusoidal ones
     run complex-order-segment-zeros --embedding complex-order --set model.position_mode=segment \
         --set model.frequency_init=zeros ;;
@@ -39,5 +41,5 @@ case $STAGE in
         --set model.frequency_init=zeros &
     run complex-order-stream-zeros-lr1e-4 --embedding complex-order --set model.position_mode=stream \
         --set model.frequency_init=zeros --set train.frequency_lr_scale=1e-4 &
-    wait ;;
+    wait_all ;;
 esac

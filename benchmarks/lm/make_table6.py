@@ -76,6 +76,10 @@ def main() -> None:
     runs = Path(args.runs)
     manifest = json.loads((runs / "corpus" / "manifest.json").read_text())
     summaries = {v: run_summary(runs / v) for v in VARIANTS}
+    for v, s in summaries.items():  # a crashed run still has a best.pt: never render it as a finished one
+        if s and s["steps"] < s["config"]["train"]["max_steps"]:
+            raise SystemExit(f"{runs / v}: training stopped at step {s['steps']:,} of "
+                             f"{s['config']['train']['max_steps']:,}; finish it (resume) first")
     cfg = next(s["config"] for s in summaries.values() if s)
     m, t, e = cfg["model"], cfg["train"], cfg["eval"]
     lines = ["# Table 6 — character-level language modelling (bits per character), CPU reproduction", ""]

@@ -50,6 +50,9 @@ def collect(runs: Path) -> dict[tuple[str, int], dict]:
         train = read_jsonl(run / "results.jsonl")
         valid = [r for r in train if r.get("event") == "valid"]
         steps = [r for r in train if r.get("event") == "train"]
+        last, planned = max((r["step"] for r in train if "step" in r), default=0), ev["config"]["train"]["max_steps"]
+        if last < planned:  # a crashed run still has a best.pt: never render it as a finished one
+            raise SystemExit(f"{run}: training stopped at step {last:,} of {planned:,}; finish it (resume) first")
         label, seed = label_of(ev["embedding"], ev["config"]), ev["config"]["train"]["seed"]
         out[(label, seed)] = {
             "label": label, "seed": seed, "embedding": ev["embedding"],

@@ -12,6 +12,8 @@ CO=${CO:-.venv/bin/complexorder}
 PY=${PY:-.venv/bin/python}
 CAL=${CAL:-runs/lm/calibrate}
 export OMP_NUM_THREADS=1
+# shellcheck source=benchmarks/lm/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$RUNS"
 [[ -f $RUNS/corpus/manifest.json ]] || $CO lm build-corpus --source-dir "$SHARED" --out "$RUNS/corpus"
@@ -23,8 +25,9 @@ train() {  # variant, extra arguments
   $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$RUNS/$v" --embedding "$v" "$@" \
      --no-progress $resume >> "$RUNS/$v.train.log" 2>&1 && touch "$RUNS/$v.done"
 }
-evaluate() {  # variant
+evaluate() {  # variant (only a finished training: a crashed one still has a best.pt)
   local v=$1
+  [[ -f $RUNS/$v.done ]] || { echo "$RUNS/$v has not finished training; not evaluated" >&2; return 1; }
   # the config's [eval] lengths: a longer memory than in training (Dai et al.'s practice)
   $CO lm eval --checkpoint "$RUNS/$v/best.pt" --corpus "$RUNS/corpus" --no-progress \
      --results "$RUNS/eval_long_memory.jsonl" >> "$RUNS/$v.eval.log" 2>&1
@@ -39,14 +42,17 @@ final_valid() {  # calibration run -> its validation BPC at the last step
 
 ( train vanilla && train complex-vanilla ) &
 (
-  # complex-order's frequency initialisation is chosen on the validation split (calibration stage 3)
+  # complex-order's frequency initialisation is chosen on the validation split (calibration stages 2 and 3)
+  benchmarks/lm/calibrate.sh 2 "$RUNS/corpus" "$CAL"
   benchmarks/lm/calibrate.sh 3 "$RUNS/corpus" "$CAL"
+  zeros=$(final_valid complex-order-segment-zeros)
+  sinusoidal=$(final_valid complex-order-segment)
+  [[ -n $zeros && -n $sinusoidal ]] || { echo "calibration runs missing in $CAL; no initialisation chosen" >&2; exit 1; }
   init=sinusoidal
-  if $PY -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" \
-       "$(final_valid complex-order-segment-zeros)" "$(final_valid complex-order-segment)"; then init=zeros; fi
+  if $PY -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$zeros" "$sinusoidal"; then init=zeros; fi
   echo "complex-order frequency_init=$init (validation)" > "$RUNS/complex-order.choice"
   train complex-order --set "model.frequency_init=$init"
 ) &
-wait
+wait_all
 for v in vanilla complex-vanilla complex-order; do evaluate "$v"; done
 $PY benchmarks/lm/make_table6.py --runs "$RUNS" --calibration "$CAL" --out benchmarks/results/table6.md

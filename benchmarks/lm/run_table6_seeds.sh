@@ -28,6 +28,8 @@ WORD_POSITIONS=${WORD_POSITIONS:-}
 PE_WORD=${PE_WORD:-}
 BASE=${BASE:-1}
 export OMP_NUM_THREADS=1
+# shellcheck source=benchmarks/lm/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$RUNS"
 [[ -f $RUNS/corpus/manifest.json ]] || $CO lm build-corpus --source-dir "$SHARED" --out "$RUNS/corpus"
@@ -46,7 +48,8 @@ train() {  # variant seed [extra arguments]; variant complex-order-flrX is compl
 }
 evaluate() {  # variant seed
   local run=$RUNS/$1-s$2
-  [[ -f $run.eval.done ]] && return 0
+  [[ -f $run.done ]] || { echo "$run has not finished training; not evaluated" >&2; return 1; }
+  [[ $run.eval.done -nt $run/best.pt ]] && return 0  # evaluated since its last best.pt (not before a resume)
   $CO lm eval --checkpoint "$run/best.pt" --corpus "$RUNS/corpus" --no-progress \
      --tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length \
      --results "$RUNS/eval_train_lengths.jsonl" >> "$run.eval.log" 2>&1 && touch "$run.eval.done"
@@ -57,25 +60,25 @@ if [[ $BASE == 1 ]]; then
   BASE_VARIANTS="vanilla complex-vanilla complex-order"
   ( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s" --set model.frequency_init=zeros; done ) &
   ( for s in $SEEDS; do train complex-vanilla "$s"; done ) &
-  wait
+  wait_all
 fi
 if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi
 if [[ -n $COMPLEX_NETWORK ]]; then
   ( for s in $SEEDS; do train complex-order-cnet "$s" --set model.frequency_init=zeros; done ) &
   ( for s in $SEEDS; do train complex-vanilla-cnet "$s"; done ) &
-  wait
+  wait_all
 fi
 if [[ -n $WORD_POSITIONS ]]; then
   read -ra seeds <<< "$SEEDS"
   ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
   ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
-  wait
+  wait_all
 fi
 if [[ -n $PE_WORD ]]; then
   read -ra seeds <<< "$SEEDS"
   ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train pe-word "${seeds[i]}"; done ) &
   ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train pe-word "${seeds[i]}"; done ) &
-  wait
+  wait_all
 fi
 for s in $SEEDS; do
   for v in $BASE_VARIANTS ${FREQ_LR:+complex-order-flr$FREQ_LR} \

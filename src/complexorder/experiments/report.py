@@ -239,8 +239,9 @@ def _variant_dev_section(records: list[dict]) -> list[str]:
              "| data set | model | variant | units | dev, complex-order | dev, variant | dev change | units up / down | test change |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"] + rows + [""]
     for v, diffs in sorted(pooled.items()):
-        alld = np.concatenate(diffs)
-        p = 1.0 if np.all(alld == 0) else float(wilcoxon(alld, alternative="greater", zero_method="wilcox").pvalue)
+        alld = np.round(np.concatenate(diffs), 12)  # as in paired_wilcoxon: exact-arithmetic ties stay ties
+        p = 1.0 if np.all(alld == 0) else float(wilcoxon(alld, alternative="greater", zero_method="wilcox",
+                                                         method="auto").pvalue)
         cells_up = sum(float(x.mean()) > 0 for x in diffs)
         lines.append(f"- {v}: dev accuracy higher in {cells_up} of {len(diffs)} cells and {int((alld > 0).sum())} of "
                      f"{alld.size} units (lower in {int((alld < 0).sum())}); one-sided Wilcoxon over the units "
