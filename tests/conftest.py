@@ -26,6 +26,10 @@ def shared_data() -> Path:
 
 def pytest_configure(config):
     """Tiny tensors gain nothing from intra-op threads, and on a shared machine threads oversubscribe."""
+    import os
+
     import torch
 
     torch.set_num_threads(1)
+    # the tests compare runs bit for bit (resume = straight run): on the CPU, even where a GPU is visible
+    os.environ.setdefault("COMPLEXORDER_DEVICE", "cpu")

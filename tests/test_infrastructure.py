@@ -209,3 +209,16 @@ def test_a_broken_cached_archive_is_named_with_what_to_do(tmp_path):
     with pytest.raises(ValueError, match=r"rt-polaritydata.tar.gz is not a readable archive \(.*\) \(archive read "
                                          r"from .*downloads/rt-polaritydata.tar.gz; delete it to download it again\)"):
         download_dataset("MR", tmp_path, log=lambda *_: None)
+
+
+def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
+    from complexorder.checkpoint import drop_records_after
+
+    log = tmp_path / "log.jsonl"
+    assert drop_records_after(log, 3) == 0 and not log.exists()  # no log yet: nothing to do
+    lines = ['{"step": 1, "x": 1.50}\n', '{"step": 5}\n', '{"event": "eval"}\n', "null\n", '[1, 2]\n',
+             '{"step": 4, "event": "valid"}\n', '{"step": 2, "trunc']
+    log.write_text("".join(lines))
+    assert drop_records_after(log, 3) == 2
+    assert log.read_text() == "".join(lines[:1] + lines[2:5] + lines[6:])
+    assert drop_records_after(log, 3) == 0

@@ -549,3 +549,16 @@ def test_set_errors_name_the_option_not_the_config_file(tmp_path, capsys):
         assert main(base + extra) == 2
         assert capsys.readouterr().err.startswith(f"complexorder: error: {message}")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_fresh_start_drops_records_left_by_a_crash_before_the_first_checkpoint(corpus, tmp_path):
+    cfg = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "max_steps": 4, "checkpoint_interval": 4}},
+                           LMConfig)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text(json.dumps({"event": "train", "step": 4, "train_bpc": 9.9}) + "\n")
+    messages = []
+    train_language_model(cfg, corpus, run, progress=False, log=messages.append)
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["step"]) for r in records] == [("train", 4), ("valid", 4)]
+    assert records[0]["train_bpc"] != 9.9 and f"dropped 1 record(s) after step 0 from {run / 'results.jsonl'}" in messages

@@ -1,6 +1,7 @@
 """Translation (paper Sec. 3.2): causal decoding, incremental = full, beam 1 = greedy, BLEU, data errors, end to end."""
 
 import dataclasses
+import json
 import io
 import math
 from pathlib import Path
@@ -597,3 +598,31 @@ def test_weight_decay_leaves_both_embedding_tables_and_angles_undecayed():
     assert tables and all(id(p) in undecayed for p in tables)
     assert {id(p) for p in decayed["params"]} == {id(p) for p in model.parameters()} - undecayed
     assert all(id(p) not in undecayed for p in model.encoder_layers.parameters() if p.dim() == 2)
+
+
+def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start_rewrites_its_log(toy_data, tmp_path):
+    from complexorder.checkpoint import read_jsonl
+    from complexorder.experiments.training import parameter_groups
+
+    config = toy_config("vanilla")
+    budget = lambda steps: dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=steps))  # noqa: E731
+    run = tmp_path / "run"
+    train_translation(budget(4), run, toy_data, progress=False, log=lambda m: None)
+    # last.pt as stop 37 wrote it: one optimizer group (the translation embeddings were not told apart)
+    ck = torch.load(run / "last.pt", weights_only=True)
+    model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
+    model.load_state_dict(ck["model_state"])
+    legacy = torch.optim.Adam(parameter_groups(model, 0.0, ("embedding",)), lr=config.train.lr)
+    assert len(legacy.state_dict()["param_groups"]) == 1
+    ck["optimizer_state"] = legacy.state_dict()
+    torch.save(ck, run / "last.pt")
+    messages = []
+    assert train_translation(budget(6), run, toy_data, progress=False, log=messages.append)["step"] == 6
+    assert any("keeps its optimiser's earlier parameter groups" in m for m in messages)
+    # a crash before the first last.pt leaves a logged epoch: a fresh start drops it instead of logging it twice
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "log.jsonl").write_text(json.dumps({"name": "x", "epoch": 1, "step": 4, "train_loss": 9.9}) + "\n")
+    train_translation(budget(4), fresh, toy_data, progress=False, log=lambda m: None)
+    assert [(r["epoch"], r["step"]) for r in read_jsonl(fresh / "log.jsonl")] == [(1, 4)]
+    assert read_jsonl(fresh / "log.jsonl")[0]["train_loss"] != 9.9

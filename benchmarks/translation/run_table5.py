@@ -145,7 +145,8 @@ def phase_table(args, root: Path) -> None:
                           "decode": f"beam {test.get('beam_size', 'n/a')}, length penalty {test.get('length_penalty', 'n/a')}"}
         rows.append(f"| {variant} | {last['parameters']:,} | {prog['step']:,} | "
                     f"{prog['train_seconds'] / 60:.0f} / {prog['train_cpu_seconds'] / 60:.0f} | {s['selected']} | "
-                    f"{val['bleu_tok_lc']:.2f} | **{test['bleu_tok_lc']:.2f}** | {test['bleu']:.2f} | "
+                    f"{val['bleu_tok_lc']:.2f} | **{test['bleu_tok_lc']:.2f}** | "
+                    f"{'n/a' if test['bleu'] is None else format(test['bleu'], '.2f')} | "
                     f"{paper.get(PAPER_ROW[last['config']['model']['variant']], 'n/a')} |")
         train = train_command(variant, args.rows[variant], args.data_dir, root)
         commands += [f"OMP_NUM_THREADS=1 {shell(train)}", s["average_command"]]
@@ -153,7 +154,8 @@ def phase_table(args, root: Path) -> None:
     diff = ""
     if {"vanilla", "complex-order"} <= set(test_bleu):
         d_lc = test_bleu["complex-order"]["bleu_tok_lc"] - test_bleu["vanilla"]["bleu_tok_lc"]
-        d_detok = test_bleu["complex-order"]["bleu"] - test_bleu["vanilla"]["bleu"]
+        detok = [test_bleu[v]["bleu"] for v in ("complex-order", "vanilla")]
+        d_detok = float("nan") if None in detok else detok[0] - detok[1]  # word-level output has no detokenized BLEU
         diff = (f"complex-order minus vanilla on test2016: **{d_lc:+.2f}** tokenized lower-cased BLEU, "
                 f"{d_detok:+.2f} detokenized BLEU (paper: "
                 f"{float(paper.get(PAPER_ROW['complex-order'], 'nan')) - float(paper.get(PAPER_ROW['vanilla'], 'nan')):+.1f}; "

@@ -107,13 +107,24 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 
 def drop_records_after(path: str | Path, step: int) -> int:
     """Rewrite a run's JSON-lines log (atomically) without the records of steps after ``step``: what a
-    run resumed from a checkpoint of ``step`` will write again. Returns how many were dropped."""
+    run resumed from a checkpoint of ``step`` (or started afresh: ``step = 0``) will write again. Every
+    other line, malformed ones included, is kept as it was. Returns how many records were dropped."""
     path = Path(path)
-    records = read_jsonl(path)
-    kept = [r for r in records if not (isinstance(r.get("step"), int) and r["step"] > step)]
-    if len(kept) != len(records):
-        atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
-    return len(records) - len(kept)
+    if not path.is_file():
+        return 0
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+    def later(line: str) -> bool:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
+
+    kept = [line for line in lines if not later(line)]
+    if len(kept) != len(lines):
+        atomic_write_text(path, "".join(kept))
+    return len(lines) - len(kept)
 
 
 def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:

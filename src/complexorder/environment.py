@@ -50,11 +50,14 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
 
 def resolve_device(name: str | None, flag: str = "--device") -> torch.device:
     """The device a command trains or evaluates on: ``name`` (``cpu``, ``cuda``, ``cuda:N``), or with ``None``
-    (or ``"auto"``) the first CUDA GPU when torch sees one, else the CPU.
+    (or ``"auto"``) ``$COMPLEXORDER_DEVICE`` when set, else the first CUDA GPU when torch sees one, else the CPU.
 
     A one-line error names ``flag`` when the string is not a device or CUDA is asked for and absent.
     """
     if name is None or name == "auto":
+        name = os.environ.get("COMPLEXORDER_DEVICE") or "auto"
+        flag = "$COMPLEXORDER_DEVICE" if name != "auto" else flag
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)

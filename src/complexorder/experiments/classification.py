@@ -390,10 +390,11 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
             log(f"note: {len(missing)} finished unit(s) have no checkpoint in {grid.checkpoint_dir} (e.g. "
                 f"{checkpoint_path(grid, missing[0]).name}: they ran without a checkpoint directory); remove their "
                 f"lines from {results_path} to re-run them with checkpoints")
-    if grid.vectors and Path(grid.vectors).is_file():  # a unit's identity holds the vectors' path, not their digest
+    recorded = [r for r in finished if unit_key(r) in keys and isinstance(r.get("vectors"), dict)
+                and r["vectors"].get("sha256")]
+    if recorded and grid.vectors and Path(grid.vectors).is_file():  # a unit's identity holds the path, not the digest
         now = cache.digest(grid.vectors)
-        stale = [r for r in finished if unit_key(r) in keys and isinstance(r.get("vectors"), dict)
-                 and r["vectors"].get("sha256") not in (None, now)]
+        stale = [r for r in recorded if r["vectors"]["sha256"] != now]
         if stale:
             log(f"note: {len(stale)} finished unit(s) in {results_path} used another file at {grid.vectors} (sha256 "
                 f"{stale[0]['vectors']['sha256'][:12]}…, now {now[:12]}…); they are kept and not re-run — remove "

@@ -190,6 +190,11 @@ def optimizer_groups(model: nn.Module, t: TrainSettings) -> list[dict]:
     return out
 
 
+def cpu_weights(model: nn.Module) -> dict:
+    """The model's state dict in CPU tensors (what checkpoints hold, whatever the device)."""
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -211,8 +216,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
 
     ``stop_after`` ends this call after that many steps (``last.pt`` saved; continue with
     ``resume=True``), e.g. to train in time slices. ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``
-    (default: a GPU when torch sees one). Checkpoints hold CPU tensors, so a run may resume on another
-    device (exactly only on the same one). Returns a summary: steps, parameters, best validation BPC,
+    (default: a GPU when torch sees one). Checkpoints hold CPU weights (the optimiser state is mapped to
+    the CPU when loaded), so a run may resume on another device. Returns a summary: steps, parameters, best validation BPC,
     training seconds, characters/s.
     """
     check_lm_config(cfg)
@@ -256,15 +261,16 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
                              f"{saved_corpus['train_chars']:,} characters, sha256 {saved_corpus['train_sha256'][:12]}…; "
                              f"{corpus_dir} has {corpus_signature['train_chars']:,}, "
                              f"{corpus_signature['train_sha256'][:12]}…)")
-        dropped = drop_records_after(results_path, state["step"])  # written after last.pt: they come again
-        if dropped:
-            log(f"dropped {dropped} record(s) after step {state['step']} from {results_path}")
         log(f"resumed {last_path} at step {state['step']}")
+    # records written after last.pt (or, starting afresh, before a first last.pt): they come again
+    dropped = drop_records_after(results_path, state["step"])
+    if dropped:
+        log(f"dropped {dropped} record(s) after step {state['step']} from {results_path}")
     n_params = count_parameters(model)
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
 
     def save_last() -> None:
-        save_checkpoint(last_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
+        save_checkpoint(last_path, CHECKPOINT_KIND, cpu_weights(model), config_to_dict(cfg),
                         optimizer_state=optimizer.state_dict(), progress=dict(state),
                         memory=None if memory is None else memory.state(), rng_state=rng_state(device),
                         corpus=corpus_signature,
@@ -275,7 +281,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
                               split="valid", progress=progress)
         if bpc < state["best_valid_bpc"]:
             state["best_valid_bpc"] = bpc
-            save_checkpoint(best_path, CHECKPOINT_KIND, model.state_dict(), config_to_dict(cfg),
+            save_checkpoint(best_path, CHECKPOINT_KIND, cpu_weights(model), config_to_dict(cfg),
                             step=state["step"], valid_bpc=bpc)
         append_jsonl(results_path, {**record_base, "event": "valid", "step": state["step"], "valid_bpc": bpc,
                                     "valid_chars": n, "train_seconds": state["train_seconds"]})

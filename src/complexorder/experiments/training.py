@@ -32,16 +32,19 @@ def count_parameters(model: nn.Module) -> int:
 EMBEDDING_ATTRIBUTES = ("embedding", "src_embedding", "tgt_embedding")
 
 
-def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+def parameter_groups(model: nn.Module, weight_decay: float,
+                     embedding_attributes: tuple[str, ...] = EMBEDDING_ATTRIBUTES) -> list[dict]:
     """Adam groups: the layers after the embedding with L2 ``weight_decay``; the embedding tables
     (``model.embedding``, or a translation model's ``src_embedding`` / ``tgt_embedding``) and every
-    frequency/phase parameter (wherever it is) without.
+    frequency/phase parameter (wherever it is) without. ``embedding_attributes=("embedding",)`` gives the
+    grouping before stop 38 (a translation model's tables then decayed), which older checkpoints' optimiser
+    states were saved with.
 
     The authors' code applies L2 to the output layer only, and for frequencies and phases (angles)
     L2 is meaningless (the paper: omega "cannot be directly regularized with L2-norm penalties").
     Embedding tables with sparse gradients are left out: they go to ``SparseAdam``.
     """
-    embeddings = [m for m in (getattr(model, n, None) for n in EMBEDDING_ATTRIBUTES) if isinstance(m, nn.Module)]
+    embeddings = [m for m in (getattr(model, n, None) for n in embedding_attributes) if isinstance(m, nn.Module)]
     sparse = {id(p) for m in embeddings if hasattr(m, "sparse_parameters") for p in m.sparse_parameters()}
     embedding_ids = {id(p) for m in embeddings for p in m.parameters()}
     decay, no_decay = [], []

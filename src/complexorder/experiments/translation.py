@@ -32,7 +32,7 @@ from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
-from .training import scale_frequency_lr, count_parameters, parameter_groups
+from .training import EMBEDDING_ATTRIBUTES, scale_frequency_lr, count_parameters, parameter_groups
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -241,7 +241,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     Resuming needs the same config; a different one (another model variant, say) is a one-line
     error naming the differences. The tokenizer is trained on the training split only.
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (default: a GPU when torch sees one); checkpoints
-    hold CPU tensors.
+    hold CPU weights (the optimiser state is mapped to the CPU when loaded).
     """
     device = device if isinstance(device, torch.device) else resolve_device(device)
     run_dir = Path(run_dir)
@@ -283,17 +283,29 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     valid = _encode(tokenizer, valid_pairs)
     torch.manual_seed(tc.seed)
     model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD).to(device)
-    groups = scale_frequency_lr(model, parameter_groups(model, tc.weight_decay), tc.lr, tc.frequency_lr_scale)
-    optimizer = torch.optim.Adam(groups, lr=tc.lr, betas=tuple(tc.betas), eps=tc.adam_eps)
+    def make_optimizer(embedding_attributes=EMBEDDING_ATTRIBUTES) -> torch.optim.Adam:
+        groups = parameter_groups(model, tc.weight_decay, embedding_attributes)
+        groups = scale_frequency_lr(model, groups, tc.lr, tc.frequency_lr_scale)
+        return torch.optim.Adam(groups, lr=tc.lr, betas=tuple(tc.betas), eps=tc.adam_eps)
+
+    optimizer = make_optimizer()
     # loss_sum / tok_sum: the current epoch's summed training loss and target tokens (kept for a resume)
     state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0,
              "loss_sum": 0.0, "tok_sum": 0}
     if resume is not None:
         model.load_state_dict(resume["model_state"])
-        optimizer.load_state_dict(resume["optimizer_state"])
+        try:
+            optimizer.load_state_dict(resume["optimizer_state"])
+        except ValueError:  # saved before stop 38, whose groups left the translation embeddings decayed
+            optimizer = make_optimizer(("embedding",))
+            optimizer.load_state_dict(resume["optimizer_state"])
+            log(f"{config.name}: {last_path} keeps its optimiser's earlier parameter groups (embedding tables "
+                f"decayed when train.weight_decay > 0)")
         state.update(resume["progress"])
         set_rng_state(resume["rng_state"], device)
-        drop_records_after(run_dir / "log.jsonl", state["step"])  # epochs logged after last.pt: they come again
+    # epochs logged after last.pt (or before a first last.pt) are written again
+    drop_records_after(run_dir / "log.jsonl", state["step"])
+    if resume is not None:
         log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
     n_params = count_parameters(model)
     log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
