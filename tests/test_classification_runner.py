@@ -630,6 +630,8 @@ def test_a_device_that_is_none_or_absent_is_named_before_any_data_is_read(tmp_pa
         with pytest.raises(ValueError, match=r"^device \(config `device` / --device\) cuda:1: CUDA is not available"):
             run_grid(dataclasses.replace(grid, device="cuda:1"), progress=False, log=lambda *_: None)
     assert not (tmp_path / "results.jsonl").exists()
+    with pytest.raises(ValueError, match=r"^device \(config `device` / --device\): expected auto"):
+        plan_units(grid)  # what --dry-run lists: the device is checked there too
 
 
 def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read(tmp_path):

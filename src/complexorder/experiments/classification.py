@@ -173,6 +173,7 @@ class GridConfig:
         return self.variants or [Variant(name, name) for name in self.embeddings]
 
     def validate(self) -> None:
+        resolve_device(self.device, "device (config `device` / --device)")
         for name in self.datasets:
             if name not in DATASETS:
                 raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
@@ -366,8 +367,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
-    units = plan_units(grid)
-    resolve_device(grid.device, "device (config `device` / --device)")  # fail before any data is read
+    units = plan_units(grid)  # validates the grid, its device included, before any data is read
     check_writable(grid.results, "results file (config `results` / --results)")
     if grid.checkpoint_dir:
         check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
