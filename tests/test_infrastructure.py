@@ -222,3 +222,17 @@ def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
     assert drop_records_after(log, 3) == 2
     assert log.read_text() == "".join(lines[:1] + lines[2:5] + lines[6:])
     assert drop_records_after(log, 3) == 0
+
+
+def test_the_default_device_comes_from_the_environment_and_a_bad_value_is_named(monkeypatch):
+    import torch
+
+    from complexorder.environment import resolve_device
+
+    monkeypatch.setenv("COMPLEXORDER_DEVICE", "cpu")
+    assert resolve_device(None) == torch.device("cpu")
+    assert resolve_device("auto") == torch.device("cpu")
+    monkeypatch.setenv("COMPLEXORDER_DEVICE", "tpu")
+    with pytest.raises(ValueError, match=r"^\$COMPLEXORDER_DEVICE: expected auto, cpu, cuda or cuda:N, got 'tpu'$"):
+        resolve_device(None)
+    assert resolve_device("cpu") == torch.device("cpu")  # an explicit --device wins over the environment

@@ -35,7 +35,7 @@ from ..environment import cpu_info, resolve_device
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
-from .training import count_parameters, evaluate_accuracy, train_classifier
+from .training import count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
            "build_model_from_config", "unit_key"]
@@ -355,8 +355,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "command": command,
     }
     if grid.checkpoint_dir:
-        weights = {k: v.cpu() for k, v in model.state_dict().items()}
-        save_checkpoint(checkpoint_path(grid, unit), "classifier", weights, config,
+        save_checkpoint(checkpoint_path(grid, unit), "classifier", cpu_state_dict(model), config,
                         vocab=vocab.itos, label_names=list(data.label_names), max_positions=data.max_length(),
                         test_accuracy=test_acc)
     return record

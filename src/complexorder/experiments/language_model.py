@@ -34,7 +34,7 @@ from ..config import config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
-from .training import PERIODIC_PARAMETER_NAMES
+from .training import PERIODIC_PARAMETER_NAMES, cpu_state_dict, device_of
 
 __all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
            "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
@@ -142,7 +142,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
         raise ValueError(f"tgt_len must be positive, got {tgt_len}")
     saved = (model.mem_len, model.same_length, model.clamp_len)
     was_training = model.training
-    device = next(model.parameters()).device
+    device = device_of(model)
     model.reset_length(mem_len, same_length, clamp_len)
     model.eval()
     try:
@@ -188,11 +188,6 @@ def optimizer_groups(model: nn.Module, t: TrainSettings) -> list[dict]:
         out.append({"params": groups["frequency"], "weight_decay": 0.0, "lr_scale": t.frequency_lr_scale,
                     "name": "frequency"})
     return out
-
-
-def cpu_weights(model: nn.Module) -> dict:
-    """The model's state dict in CPU tensors (what checkpoints hold, whatever the device)."""
-    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -270,7 +265,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
 
     def save_last() -> None:
-        save_checkpoint(last_path, CHECKPOINT_KIND, cpu_weights(model), config_to_dict(cfg),
+        save_checkpoint(last_path, CHECKPOINT_KIND, cpu_state_dict(model), config_to_dict(cfg),
                         optimizer_state=optimizer.state_dict(), progress=dict(state),
                         memory=None if memory is None else memory.state(), rng_state=rng_state(device),
                         corpus=corpus_signature,
@@ -281,7 +276,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
                               split="valid", progress=progress)
         if bpc < state["best_valid_bpc"]:
             state["best_valid_bpc"] = bpc
-            save_checkpoint(best_path, CHECKPOINT_KIND, cpu_weights(model), config_to_dict(cfg),
+            save_checkpoint(best_path, CHECKPOINT_KIND, cpu_state_dict(model), config_to_dict(cfg),
                             step=state["step"], valid_bpc=bpc)
         append_jsonl(results_path, {**record_base, "event": "valid", "step": state["step"], "valid_bpc": bpc,
                                     "valid_chars": n, "train_seconds": state["train_seconds"]})

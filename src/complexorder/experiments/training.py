@@ -100,9 +100,14 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     return optimizers
 
 
-def _device_of(model: nn.Module) -> torch.device:
+def device_of(model: nn.Module) -> torch.device:
     """Where ``model``'s parameters are: batches are moved there."""
     return next(model.parameters()).device
+
+
+def cpu_state_dict(model: nn.Module) -> dict:
+    """The model's state dict in CPU tensors: what checkpoints hold, whatever the device it trained on."""
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
 
 @torch.no_grad()
@@ -111,7 +116,7 @@ def evaluate_accuracy(model: nn.Module, data: EncodedDataset, batch_size: int = 
     was_training = model.training
     model.eval()
     correct = 0
-    device = _device_of(model)
+    device = device_of(model)
     for tokens, labels in iterate_batches(data, batch_size, min_length=min_length, bucket=True,
                                           bucket_batches=len(data)):
         correct += (model(tokens.to(device)).argmax(-1) == labels.to(device)).sum().item()
@@ -152,7 +157,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
     generator = torch.Generator().manual_seed(seed)
-    device = _device_of(model)
+    device = device_of(model)
     optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale)
     best_acc, best_epoch, best_state = -1.0, 0, None
     history, train_seconds = [], 0.0

@@ -32,7 +32,8 @@ from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
-from .training import EMBEDDING_ATTRIBUTES, scale_frequency_lr, count_parameters, parameter_groups
+from .training import (EMBEDDING_ATTRIBUTES, count_parameters, cpu_state_dict, device_of, parameter_groups,
+                       scale_frequency_lr)
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -182,7 +183,7 @@ def inverse_sqrt_lr(step: int, peak: float, warmup: int) -> float:
 
 def _loss(model, batch, label_smoothing: float, with_nll: bool = False) -> tuple[Tensor, Tensor | None, int]:
     """Label-smoothed cross-entropy per target token (and the summed NLL when asked)."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     src, tgt_in, tgt_out = (t.to(device) for t in batch)
     logits = model(src, tgt_in).flatten(0, 1)
     target = tgt_out.flatten()
@@ -314,8 +315,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     def save(path: Path, *, full: bool, **extra) -> None:
         more = {"optimizer_state": optimizer.state_dict(), "rng_state": rng_state(device),
                 "progress": dict(state)} if full else {"step": state["step"], "epoch": extra.pop("epoch")}
-        weights = {k: v.cpu() for k, v in model.state_dict().items()}
-        save_checkpoint(path, CHECKPOINT_KIND, weights, cfg_dict, **payload, **more, **extra)
+        save_checkpoint(path, CHECKPOINT_KIND, cpu_state_dict(model), cfg_dict, **payload, **more, **extra)
 
     batches_per_epoch = len(make_batches([0] * len(train), tc.batch_size))
     total = tc.max_epochs * batches_per_epoch
@@ -526,7 +526,7 @@ def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequenc
     bar = tqdm(total=len(encoded), desc="translate", disable=not progress, leave=False, dynamic_ncols=True)
     for start in range(0, len(order), decode.batch_size):
         idx = order[start:start + decode.batch_size]
-        src = _pad([encoded[i] for i in idx]).to(next(model.parameters()).device)
+        src = _pad([encoded[i] for i in idx]).to(device_of(model))
         if decode.beam_size == 1:
             hyps = greedy_search(model, src, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
         else:
