@@ -2,6 +2,8 @@
 
 import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,6 +124,35 @@ def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monk
     assert run_grid(grid2, progress=False, log=logs.append) == []
     assert any(line.startswith(f"note: 4 finished unit(s) in {grid.results} used another file at {grid.vectors}")
                for line in logs)
+
+
+def test_a_checkpoint_of_another_configuration_is_never_overwritten(tmp_path):
+    """Checkpoint names hold data set, model, row and split only: a second grid differing in a setting and
+    sharing the directory would overwrite the first grid's models; it is refused before any training."""
+    ckpt = tmp_path / "ck"
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["complex-order"], folds=[0], checkpoint_dir=str(ckpt))
+    assert len(run_grid(grid, progress=False, log=lambda *_: None)) == 1
+    path = ckpt / "MR-fasttext-complex-order-fold-0.pt"
+    before = path.read_bytes()
+    other = dataclasses.replace(grid, results=str(tmp_path / "other.jsonl"),
+                                fasttext=dataclasses.replace(grid.fasttext, lr=1e-4))
+    with pytest.raises(ValueError, match=rf"^checkpoint directory {re.escape(str(ckpt))} \(config `checkpoint_dir` / "
+                                         r"--checkpoint-dir\) already holds MR-fasttext-complex-order-fold-0.pt from "
+                                         r"another configuration \(config hash [0-9a-f]{16}, this unit's [0-9a-f]{16}\); "
+                                         r"running it would overwrite that checkpoint — use another --checkpoint-dir$"):
+        run_grid(other, progress=False, log=lambda *_: None)
+    assert path.read_bytes() == before and not (tmp_path / "other.jsonl").exists()
+    # the same configuration re-run (its result line removed) may replace its own checkpoint
+    Path(grid.results).unlink()
+    assert len(run_grid(grid, progress=False, log=lambda *_: None)) == 1
+    # a file there that is not a classifier checkpoint is kept too
+    path.write_text("notes")
+    Path(grid.results).unlink()
+    with pytest.raises(ValueError, match=r"already holds MR-fasttext-complex-order-fold-0.pt, which this run would "
+                                         r"overwrite, and it cannot be read as a classifier \(checkpoint .* could not "
+                                         r"be read"):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    assert path.read_text() == "notes"
 
 
 def test_wilcoxon_marks_on_a_hand_made_example():

@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from ..checkpoint import append_jsonl, check_writable, read_jsonl, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, load_checkpoint, read_jsonl, save_checkpoint
 from ..config import config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
@@ -314,6 +314,32 @@ def checkpoint_path(grid: GridConfig, unit: Unit) -> Path:
     return Path(grid.checkpoint_dir) / f"{name}.pt"
 
 
+def check_checkpoint_names(grid: GridConfig, units: list[Unit]) -> None:
+    """Refuse, before any training, to overwrite a checkpoint that another configuration wrote.
+
+    A checkpoint is named by data set, model, row and split only, so two grids that differ in a
+    setting (a learning rate, an ablation's option) and share ``checkpoint_dir`` would write the
+    same file. A file holding this unit's own configuration (a unit re-run after its result line
+    was removed) may be replaced; any other file at that name is kept and the run stops.
+    """
+    for unit in units:
+        path = checkpoint_path(grid, unit)
+        if not path.exists():
+            continue
+        try:
+            stored = load_checkpoint(path, "classifier").get("config")
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"checkpoint directory {grid.checkpoint_dir} (config `checkpoint_dir` / --checkpoint-dir) "
+                             f"already holds {path.name}, which this run would overwrite, and it cannot be read as a "
+                             f"classifier ({exc}); move it away or use another --checkpoint-dir") from None
+        mine = _hash(unit_config(grid, unit))
+        theirs = _hash(stored) if isinstance(stored, dict) else "none"
+        if theirs != mine:
+            raise ValueError(f"checkpoint directory {grid.checkpoint_dir} (config `checkpoint_dir` / --checkpoint-dir) "
+                             f"already holds {path.name} from another configuration (config hash {theirs}, this unit's "
+                             f"{mine}); running it would overwrite that checkpoint — use another --checkpoint-dir")
+
+
 def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True, command: str | None = None) -> dict:
     """Train and test one unit (on ``grid.device``); return its result record."""
     device = resolve_device(grid.device, "device (config `device` / --device)")
@@ -398,6 +424,8 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
             log(f"note: {len(stale)} finished unit(s) in {results_path} used another file at {grid.vectors} (sha256 "
                 f"{stale[0]['vectors']['sha256'][:12]}…, now {now[:12]}…); they are kept and not re-run — remove "
                 f"their lines from the results file to re-run them with the current vectors")
+    if grid.checkpoint_dir:
+        check_checkpoint_names(grid, todo)
     if grid.vectors and any(getattr(grid, u.model).pretrained for u in todo) and not Path(grid.vectors).is_file():
         raise FileNotFoundError(f"vectors file {grid.vectors} (config `vectors` / --vectors) does not exist; create one "
                                 "with `complexorder vectors train`, or pass another with --vectors")
