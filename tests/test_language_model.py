@@ -536,6 +536,28 @@ def test_pe_control_adds_a_learned_vector_per_word_offset_clamped_to_its_table()
         tiny("pe", network="complex")
 
 
+def test_tpe_control_adds_scaled_fixed_sinusoids_of_the_word_offsets():
+    model = tiny("tpe", position_mode="word")
+    tokens = torch.tensor([[1, 2, 3, 0, 5]])  # offsets 1 2 3 0 1
+    offsets = torch.tensor([1.0, 2.0, 3.0, 0.0, 1.0])
+    # paper Eq. 7 written out: PE(pos, 2k) = sin(pos / 10000^(2k/d)), PE(pos, 2k+1) = cos(same)
+    k = torch.arange(8, dtype=torch.float32)
+    angle = offsets[:, None] / 10000.0 ** (2 * k / 16)
+    pe = torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(5, 16)
+    scale = math.sqrt(2.0) * 0.02  # each sinusoid's RMS equals the table's initial standard deviation
+    by_hand = model.word_emb.weight[tokens[0]] + scale * pe
+    positions = model.positions(tokens, model.init_memory(1))
+    torch.testing.assert_close(model.embed(tokens, positions)[0], by_hand * math.sqrt(16))
+    # no parameters beyond vanilla's; position_scale overrides the factor
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in tiny().parameters())
+    big = tiny("tpe", position_mode="word", position_scale=1.0)
+    torch.testing.assert_close(big.embed(tokens, positions)[0], (big.word_emb.weight[tokens[0]] + pe) * 4.0)
+    for bad, embedding in ((0.0, "tpe"), (float("nan"), "tpe"), (1.0, "pe")):
+        with pytest.raises(ValueError, match=r"^model.position_scale applies to model.embedding = 'tpe' only and must "
+                                             r"be a positive number, got "):
+            tiny(embedding, position_scale=bad)
+
+
 def test_set_errors_name_the_option_not_the_config_file(tmp_path, capsys):
     base = ["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path), "--out", str(tmp_path / "o")]
     for extra, message in (

@@ -19,7 +19,7 @@ from ..environment import resolve_device, set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
-EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe")
+EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe", "tpe")
 DEVICE_HELP = "cpu, cuda or cuda:N (default: a GPU when torch sees one, else the CPU)"
 
 

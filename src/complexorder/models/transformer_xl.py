@@ -16,6 +16,11 @@ embedding with our proposed embedding under the same setting"):
 ``"pe"``               ``WE_j + P_pos``: the real table plus a learned vector per position (a control
                        for the positions given to complex-order, e.g. ``position_mode="word"``;
                        positions above ``max_positions - 1`` share its vector)
+``"tpe"``              ``WE_j + s PE_pos``: the real table plus the fixed sinusoids of paper Eq. 7 (a
+                       control without parameters); ``s = position_scale``, by default
+                       ``sqrt(2) init_std`` so that each sinusoid's RMS equals the table's initial
+                       standard deviation, as ``"pe"``'s learned vectors start (Vaswani et al.'s
+                       ``s = 1`` would make positions ~50 times the characters' vectors here)
 =====================  ======================================================================
 
 **How a complex embedding enters the network** (``network``):
@@ -97,9 +102,10 @@ __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel
            "TransformerXLLayer", "XL_EMBEDDINGS"]
 
 #: Transformer-XL variant -> name in :func:`complexorder.build_embedding`.
-XL_EMBEDDINGS = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order", "pe": "pe"}
+XL_EMBEDDINGS = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order", "pe": "pe",
+                 "tpe": "tpe"}
 #: The variants with a real embedding.
-REAL_EMBEDDINGS = ("vanilla", "pe")
+REAL_EMBEDDINGS = ("vanilla", "pe", "tpe")
 
 
 @dataclass
@@ -111,7 +117,7 @@ class TransformerXLConfig:
     """
 
     vocab_size: int = 27
-    embedding: Literal["vanilla", "complex-vanilla", "complex-order", "pe"] = "vanilla"
+    embedding: Literal["vanilla", "complex-vanilla", "complex-order", "pe", "tpe"] = "vanilla"
     n_layer: int = 6
     n_head: int = 8
     d_model: int = 512
@@ -130,6 +136,7 @@ class TransformerXLConfig:
     position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
     separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
     max_positions: int = 64  # embedding="pe": size of its position table (larger positions are clamped)
+    position_scale: float | None = None  # embedding="tpe": factor of the sinusoids; None: sqrt(2) init_std
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
 
@@ -162,6 +169,10 @@ def check_config(cfg: TransformerXLConfig) -> None:
                          f"got {cfg.embedding!r}")
     if cfg.embedding == "pe" and cfg.max_positions <= 0:
         raise ValueError(f"model.max_positions must be positive, got {cfg.max_positions}")
+    if cfg.position_scale is not None and not (cfg.embedding == "tpe" and math.isfinite(cfg.position_scale)
+                                               and cfg.position_scale > 0):
+        raise ValueError("model.position_scale applies to model.embedding = 'tpe' only and must be a positive number, "
+                         f"got {cfg.position_scale!r} with embedding {cfg.embedding!r}")
     if cfg.network == "complex" and cfg.d_embed is not None:
         raise ValueError(f"model.d_embed must be unset with model.network = 'complex' (the embedding has d_model = "
                          f"{cfg.d_model} complex dimensions), got {cfg.d_embed}")
@@ -401,6 +412,8 @@ class TransformerXL(nn.Module):
         self.emb_proj = (nn.Linear(d_embed, config.d_model, bias=False)
                          if d_embed != config.d_model and not self.complex_network else None)
         self.emb_scale = math.sqrt(config.d_model)
+        self.position_scale = (math.sqrt(2.0) * config.init_std if config.position_scale is None
+                               else config.position_scale)  # embedding="tpe" only
         self.drop = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(
             TransformerXLLayer(config.n_head, config.d_model, config.d_head, config.d_inner, config.dropout,
@@ -477,7 +490,11 @@ class TransformerXL(nn.Module):
             return torch.stack([z.real, z.imag]) * self.emb_scale
         if self.config.embedding == "pe":
             positions = positions.clamp(0, self.config.max_positions - 1)
-        x = complex_to_real(self.word_emb(tokens, positions))
+        if self.config.embedding == "tpe":  # the table plus scaled sinusoids (module docstring)
+            words = self.word_emb.embed_words(tokens)
+            x = words + self.position_scale * sinusoidal_position_encoding(positions.to(words.dtype), self.d_embed)
+        else:
+            x = complex_to_real(self.word_emb(tokens, positions))
         if self.emb_proj is not None:
             x = self.emb_proj(x)
         return x * self.emb_scale
