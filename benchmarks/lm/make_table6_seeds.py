@@ -30,11 +30,11 @@ from make_table6 import VARIANTS, read_jsonl  # this directory is on sys.path wh
 
 def label_of(embedding: str, config: dict) -> str:
     """The embedding, plus what differs from the Table 6 setting: complex network, frequency lr scale."""
-    parts = ["vanilla + learned positions" if embedding == "pe" else embedding]
+    parts = [{"pe": "vanilla + learned positions", "tpe": "vanilla + sinusoids"}.get(embedding, embedding)]
     if config["model"].get("network", "real") == "complex":
         score = config["model"].get("attention_score", "modulus")
         parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
-    if embedding in ("complex-order", "pe") and config["model"].get("position_mode") == "word":
+    if embedding in ("complex-order", "pe", "tpe") and config["model"].get("position_mode") == "word":
         parts.append("word positions")
     scale = config["train"].get("frequency_lr_scale", 1.0)
     if scale != 1.0:
@@ -129,7 +129,10 @@ def main() -> None:
              "rate by 0.1 (`--set train.frequency_lr_scale=0.1`); \"word positions\" embeds each character at its offset in "
              "its word, the space at 0 (`--set model.position_mode=word`, an extension), instead of restarting "
              "positions in every segment; \"vanilla + learned positions\" adds to vanilla's word vector a learned vector "
-             "per position (`--embedding pe`, 64 positions, 8,192 parameters more), the control for those positions. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
+             "per position (`--embedding pe`, 64 positions, 8,192 parameters more), the control for those positions; "
+             "\"vanilla + sinusoids\" adds instead the fixed sinusoids of paper Eq. 7 at those positions, scaled so that "
+             "each has the RMS of the table's initial standard deviation, 0.02 (`--embedding tpe`, no parameters more), "
+             "the control without parameters. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
              "and test splits with the training lengths (segments of 64, memory 64). One thread per training, two "
              "trainings at a time on a 2-core CPU. The per-run summaries behind this table are in "
              f"`{records_path.as_posix()}`.", "",
@@ -161,6 +164,9 @@ def main() -> None:
             refs.append(v.replace("complex-order", "complex-vanilla", 1))
         if v.startswith("vanilla + learned positions"):  # the control: same positions, real embedding
             refs[1:] = [v.replace("vanilla + learned positions", "complex-order", 1)]
+        if v.startswith("vanilla + sinusoids"):  # the parameter-free control: same positions, fixed code
+            refs[1:] = [v.replace("vanilla + sinusoids", "complex-order", 1),
+                        v.replace("vanilla + sinusoids", "vanilla + learned positions", 1)]
         if not refs:
             lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — | — |")
         for i, ref in enumerate(refs):
@@ -173,7 +179,8 @@ def main() -> None:
               "--embedding v --set train.seed=s   # complex-order: also --set model.frequency_init=zeros",
               "#   complex network rows: also --set model.network=complex; frequency lr x0.1 rows: complex-order with "
               "also --set train.frequency_lr_scale=0.1; word positions rows: complex-order with also "
-              "--set model.position_mode=word (vanilla + learned positions: --embedding pe with it)",
+              "--set model.position_mode=word (vanilla + learned positions: --embedding pe with it; vanilla + sinusoids: "
+              "--embedding tpe with it)",
               f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {args.runs}/v-ss/best.pt --corpus {args.runs}/corpus "
               f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {args.runs}/eval_train_lengths.jsonl",
               f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --records {records_path.as_posix()} --out {args.out}"

@@ -11,11 +11,13 @@
 # WORD_POSITIONS=1 also trains complex-order with each character embedded at its offset in its word
 # (--set model.position_mode=word; run directories complex-order-word-sS), two seeds at a time. PE_WORD=1
 # trains its control, vanilla plus a learned vector per word offset (--embedding pe --set
-# model.position_mode=word; run directories pe-word-sS).
+# model.position_mode=word; run directories pe-word-sS). TPE_WORD=1 trains the control without parameters, vanilla
+# plus the fixed sinusoids of paper Eq. 7 at the word offsets (--embedding tpe --set model.position_mode=word;
+# run directories tpe-word-sS).
 # BASE=0 skips the three Table 6 variants (for adding an ablation to seeds whose records are committed).
 #
 # Usage (from the repository root):
-#   [BASE=0] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] [PE_WORD=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
+#   [BASE=0] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] [PE_WORD=1] [TPE_WORD=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
 set -euo pipefail
 SHARED=${1:-../shared/data}
 RUNS=${2:-runs/lm/seeds}
@@ -26,6 +28,7 @@ FREQ_LR=${FREQ_LR:-}
 COMPLEX_NETWORK=${COMPLEX_NETWORK:-}
 WORD_POSITIONS=${WORD_POSITIONS:-}
 PE_WORD=${PE_WORD:-}
+TPE_WORD=${TPE_WORD:-}
 BASE=${BASE:-1}
 export OMP_NUM_THREADS=1
 # shellcheck source=benchmarks/lm/lib.sh
@@ -40,7 +43,7 @@ train() {  # variant seed [extra arguments]; variant complex-order-flrX is compl
   if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
   if [[ $v == *-cnet ]]; then embedding=${v%-cnet}; set -- "$@" --set model.network=complex; fi
   if [[ $v == complex-order-word ]]; then embedding=complex-order; set -- "$@" --set model.position_mode=word; fi
-  if [[ $v == pe-word ]]; then embedding=pe; set -- "$@" --set model.position_mode=word; fi
+  if [[ $v == pe-word || $v == tpe-word ]]; then embedding=${v%-word}; set -- "$@" --set model.position_mode=word; fi
   [[ -f $run.done ]] && return 0
   local resume=""; [[ -f $run/last.pt ]] && resume="--resume"
   $CO lm train --config proxy_cpu --corpus "$RUNS/corpus" --out "$run" --embedding "$embedding" --set "train.seed=$s" "$@" \
@@ -80,9 +83,15 @@ if [[ -n $PE_WORD ]]; then
   ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train pe-word "${seeds[i]}"; done ) &
   wait_all
 fi
+if [[ -n $TPE_WORD ]]; then
+  read -ra seeds <<< "$SEEDS"
+  ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train tpe-word "${seeds[i]}"; done ) &
+  ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train tpe-word "${seeds[i]}"; done ) &
+  wait_all
+fi
 for s in $SEEDS; do
   for v in $BASE_VARIANTS ${FREQ_LR:+complex-order-flr$FREQ_LR} \
-           ${COMPLEX_NETWORK:+complex-order-cnet complex-vanilla-cnet} ${WORD_POSITIONS:+complex-order-word} ${PE_WORD:+pe-word}; do
+           ${COMPLEX_NETWORK:+complex-order-cnet complex-vanilla-cnet} ${WORD_POSITIONS:+complex-order-word} ${PE_WORD:+pe-word} ${TPE_WORD:+tpe-word}; do
     evaluate "$v" "$s"
   done
 done
