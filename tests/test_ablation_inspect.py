@@ -298,3 +298,30 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert (f"{cr} hold(s) records that are not Table 4's (the Transformer on SST-2): CR transformer; render "
             "classification results with complexorder report") in capsys.readouterr().err
     assert not (tmp_path / "x.md").exists()
+
+
+def test_ablate_and_inspect_outputs_that_cannot_be_written_are_named_before_any_work(tmp_path, capsys):
+    """`ablate --out DIR` was an IsADirectoryError traceback after the whole grid had trained; `inspect --out-dir`
+    under a file did not name the option."""
+    from complexorder.cli import main
+
+    assert main(["ablate", "--report-only", "--results", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: --out: {tmp_path} is a directory, expected a file path")
+    path, _ = classifier_checkpoint(tmp_path)
+    (tmp_path / "file").write_text("")
+    assert main(["inspect", str(path), "--out-dir", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out-dir: cannot create directory "
+                                               f"{tmp_path / 'file'} for its files: {tmp_path / 'file'} is a file")
+
+
+def test_ablate_refuses_a_grid_that_is_not_table4_before_any_training(tmp_path, capsys):
+    """write_table4 refuses other data sets or models, but only after the whole grid had trained."""
+    from complexorder.cli import main
+
+    assert main(["ablate", "--datasets", "MR,SST2", "--data-dir", str(tmp_path / "absent"),
+                 "--results", str(tmp_path / "r.jsonl")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: ablate runs Table 4, the Transformer on SST-2 (datasets SST2 or SST2-sent, model "
+        "transformer); --config table4 asks for MR — run other grids with complexorder classify")
+    assert not (tmp_path / "r.jsonl").exists()

@@ -224,3 +224,26 @@ def test_word2vec_records_its_provenance_beside_the_file(tmp_path):
     provenance_path(out).write_text("{not json")
     assert vectors_provenance(out) is None
     assert vectors_provenance(tmp_path / "absent.txt") is None
+
+
+def test_word2vec_sizes_min_count_and_output_path_are_checked_and_named(tmp_path, capsys):
+    """`vectors train --dim 0` wrote 0-d vectors; --dim -3, --epochs 0 and an --out that is a directory or lies
+    under a file were gensim/numpy/OS tracebacks or messages naming no option; a --min-count above every word's
+    count was a gensim traceback after the corpus was read."""
+    from complexorder.cli import main
+    from complexorder.data.vectors import train_word2vec
+
+    for argv, message in ((["--dim", "0"], "--dim must be positive, got 0"),
+                          (["--dim", "-3"], "--dim must be positive, got -3"),
+                          (["--epochs", "0"], "--epochs must be positive, got 0"),
+                          (["--min-count", "0"], "--min-count must be positive, got 0"),
+                          (["--out", str(tmp_path)], f"--out: {tmp_path} is a directory, expected a file path")):
+        argv = ["vectors", "train", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / "v.txt")] + argv
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"  # before any data is read
+    sentences = [["a", "b", "a"], ["b", "c"]]
+    with pytest.raises(ValueError, match=r"^min_count=3 leaves no word: the most frequent word occurs 2 time\(s\)$"):
+        train_word2vec(sentences, tmp_path / "v.txt", dim=4, epochs=1, min_count=3)
+    with pytest.raises(ValueError, match=r"^dim must be a positive integer, got 0$"):
+        train_word2vec(sentences, tmp_path / "v.txt", dim=0, epochs=1)
+    assert not (tmp_path / "v.txt").exists()

@@ -686,3 +686,25 @@ def test_n_labels_compare_folds_with_folds_and_seeds_with_seeds():
                          + rows("TREC", "none", seeds) + rows("TREC", "complex-order", seeds[:3]))
     assert "| CNN | none | 0.800 (0.809) | 0.800 (0.898) |" in text  # six seeds: TREC's full plan, no [n=6]
     assert "| CNN | complex-order | 0.800 [n=4] (0.825) | 0.800 [n=3] (0.939) |" in text
+
+
+def test_an_empty_name_list_and_a_results_line_that_is_not_an_object_are_errors_naming_them(tmp_path, capsys):
+    """`--datasets ''` used to run every data set of the config (and `--datasets ,` none, silently); a results line
+    holding a JSON list or number was "sequence item 0: expected str instance" / "argument of type 'int' is not
+    iterable", naming no file."""
+    from complexorder.cli import main
+
+    for option, text in (("--datasets", ""), ("--datasets", ","), ("--models", " "), ("--embeddings", "")):
+        assert main(["classify", option, text, "--dry-run"]) == 2
+        assert capsys.readouterr().err.startswith(f"complexorder: error: {option}: {text!r} names nothing; valid names: ")
+    assert main(["download", "--datasets", ""]) == 2
+    assert capsys.readouterr().err.startswith("complexorder: error: --datasets: '' names nothing; valid names: MR, ")
+    for line, kind in (("[1, 2]", "list"), ("5", "int")):
+        (tmp_path / "odd.jsonl").write_text(line + "\n")
+        assert main(["report", "--results", str(tmp_path / "odd.jsonl"), "--out", str(tmp_path / "t.md")]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"complexorder: error: results file {tmp_path / 'odd.jsonl'}: record 1 is not a classification result "
+            f"(a JSON {kind}, not an object); pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
+        grid = tiny_grid(tmp_path / kind, models=["fasttext"], results=str(tmp_path / "odd.jsonl"))
+        with pytest.raises(ValueError, match=rf"^results file .*odd.jsonl: record 1 is a JSON {kind}, not an object; "):
+            run_grid(grid, progress=False, log=lambda *_: None)

@@ -325,7 +325,7 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
     with pytest.raises(ValueError, match=r"do not broadcast"):  # broadcasting would *grow* the tokens
         emb(torch.tensor([[1, 2]]), torch.zeros(3, 2))
     for v, d in ((0, 4), (10, 0), (-1, 4)):
-        with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive, got {v} and {d}$"):
+        with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive integers, got {v} and {d}$"):
             co.build_embedding(name, v, d)
 
 
@@ -468,3 +468,21 @@ def test_docstring_examples_run_and_print_what_they_claim(module):
     torch.manual_seed(0)
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_frequency_init_and_sizes_of_the_wrong_kind_are_one_line_errors():
+    """A frequency_init tensor of the wrong shape was an expand error from inside torch, a complex one silently lost
+    its imaginary part, None silently started every frequency at zero; a float size was an error from torch.empty."""
+    with pytest.raises(ValueError, match=r"^frequency_init must be a real tensor broadcastable to the frequency table "
+                                         r"\(10, 4\), got \(3, 3\) torch.float32$"):
+        co.ComplexOrderEmbedding(10, 4, frequency_init=torch.zeros(3, 3))
+    with pytest.raises(ValueError, match=r"^frequency_init must be a real tensor broadcastable to the frequency table "
+                                         r"\(10, 4\), got \(10, 4\) torch.complex64$"):
+        co.ComplexOrderEmbedding(10, 4, frequency_init=torch.zeros(10, 4, dtype=torch.complex64))
+    with pytest.raises(TypeError, match=r"^frequency_init must be one of 'sinusoidal', 'uniform', 'zeros', "
+                                        r"'word-index', a number or a tensor, got NoneType$"):
+        co.ComplexOrderEmbedding(10, 4, frequency_init=None)
+    emb = co.ComplexOrderEmbedding(10, 4, frequency_init=torch.arange(4.0))  # [D] broadcasts to [V, D]
+    assert torch.equal(emb.frequency[3], torch.arange(4.0))
+    with pytest.raises(ValueError, match=r"^num_embeddings and embedding_dim must be positive integers, got 10.5 and 4$"):
+        co.build_embedding("complex-order", 10.5, 4)

@@ -236,3 +236,17 @@ def test_the_default_device_comes_from_the_environment_and_a_bad_value_is_named(
     with pytest.raises(ValueError, match=r"^\$COMPLEXORDER_DEVICE: expected auto, cpu, cuda or cuda:N, got 'tpu'$"):
         resolve_device(None)
     assert resolve_device("cpu") == torch.device("cpu")  # an explicit --device wins over the environment
+
+
+def test_writing_a_file_where_a_directory_is_is_a_one_line_error(tmp_path, capsys):
+    """atomic_write_text / append_jsonl onto a directory were bare IsADirectoryError tracebacks (the option-level
+    checks name the option; this is the guard behind every other writer)."""
+    from complexorder.cli import main
+
+    with pytest.raises(PermissionError, match=rf"^cannot write {tmp_path}: it is a directory, expected a file path$"):
+        atomic_write_text(tmp_path, "x")
+    with pytest.raises(PermissionError, match=rf"^cannot write {tmp_path}: it is a directory, expected a file path$"):
+        append_jsonl(tmp_path, {"a": 1})
+    assert main(["demo", "--embeddings", " , "]) == 2  # used to print an empty table
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: --embeddings: ' , ' names nothing; valid names: none, pe, tpe, complex-vanilla, complex-order")

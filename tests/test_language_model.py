@@ -584,3 +584,22 @@ def test_a_fresh_start_drops_records_left_by_a_crash_before_the_first_checkpoint
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     assert [(r["event"], r["step"]) for r in records] == [("train", 4), ("valid", 4)]
     assert records[0]["train_bpc"] != 9.9 and f"dropped 1 record(s) after step 0 from {run / 'results.jsonl'}" in messages
+
+
+def test_eval_results_path_and_mismatched_weights_are_one_line_errors_naming_them(corpus, tmp_path, capsys):
+    """`lm eval --results DIR` was a bare IsADirectoryError after the evaluation; weights that do not fit the
+    config named only torch's header line ("Error(s) in loading state_dict for TransformerXL:")."""
+    cfg = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "max_steps": 2, "eval_interval": 2}}, LMConfig)
+    train_language_model(cfg, corpus, tmp_path / "run", progress=False, log=lambda *_: None)
+    ck = tmp_path / "run" / "best.pt"
+    assert main(["lm", "eval", "--checkpoint", str(ck), "--corpus", str(corpus), "--no-progress",
+                 "--results", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: --results: {tmp_path} is a directory, expected a file path")
+    saved = torch.load(ck, weights_only=True)
+    saved["model_state"] = {k: v for k, v in saved["model_state"].items() if k != "out.bias"}
+    torch.save(saved, tmp_path / "missing.pt")
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "missing.pt"), "--corpus", str(corpus)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: checkpoint {tmp_path / 'missing.pt'} weights do not match its config: "
+        "Missing key(s) in state_dict: \"out.bias\".")

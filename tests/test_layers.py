@@ -469,3 +469,16 @@ def test_complex_weights_start_with_the_energy_of_real_default_layers(share):
         assert abs(energy * 3 * fan_in - 1) < 0.05, type(layer).__name__
         assert a.abs().max() <= (2 * fan_in) ** -0.5 and a.abs().max() > 0.99 * (2 * fan_in) ** -0.5
         assert (layer.weight_imag is None) == share
+
+
+def test_input_of_the_wrong_width_is_an_error_naming_the_layer_and_shape():
+    """ComplexLinear, ComplexLayerNorm and ComplexBatchNorm1d failed inside torch ("mat1 and mat2 shapes cannot be
+    multiplied", "running_mean should contain 4 elements not 3"), unlike the conv, LSTM and attention layers."""
+    z = torch.randn(2, 5, 4, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=r"^ComplexLinear expects input \[\.\.\., 3\], got \(2, 5, 4\)$"):
+        cnn.ComplexLinear(3, 2)(z)
+    with pytest.raises(ValueError, match=r"^ComplexLayerNorm expects input \[\.\.\., 3\], got \(2, 5, 4\)$"):
+        cnn.ComplexLayerNorm(3)(z)
+    with pytest.raises(ValueError, match=r"^ComplexBatchNorm1d expects input \[N, 3\] or \[N, 3, L\], got \(2, 4, 5\)$"):
+        cnn.ComplexBatchNorm1d(3)(z.transpose(1, 2))
+    assert cnn.ComplexLinear(4, 2)(z).shape == (2, 5, 2) and cnn.ComplexLayerNorm((5, 4))(z).shape == z.shape

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -354,6 +355,13 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "0", "--output",
                  str(tmp_path / "avg3.pt")]) == 2
     assert "--last must be at least 1, got 0" in capsys.readouterr().err
+    # an output that is one of the inputs would replace it: refused, the epoch checkpoint kept as it was
+    before = epochs[1].read_bytes()
+    assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output", str(epochs[1])]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --output {epochs[1]} is one of the checkpoints to "
+                                               "average; the average would replace it — write it to a new file (e.g. "
+                                               "averaged.pt)")
+    assert epochs[1].read_bytes() == before
     (run_dir / "epoch_avg.pt").unlink()
     # checkpoints of one config but another tokenizer (other training data) are not averaged
     other = torch.load(epochs[1], weights_only=True)
@@ -626,3 +634,52 @@ def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start
     train_translation(budget(4), fresh, toy_data, progress=False, log=lambda m: None)
     assert [(r["epoch"], r["step"]) for r in read_jsonl(fresh / "log.jsonl")] == [(1, 4)]
     assert read_jsonl(fresh / "log.jsonl")[0]["train_loss"] != 9.9
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("data.train_limit", -1, "data.train_limit must be >= 0 (0: all pairs), got -1"),  # was: the last pair dropped
+    ("train.max_steps", -1, "train.max_steps must be >= 0 (0: no limit), got -1"),  # was: a 0-step run
+    ("train.max_epochs", 0, "train.max_epochs must be >= 1, got 0"),
+    ("data.vocab_size", 0, "data.vocab_size must be >= 1, got 0"),  # was: a sentencepiece traceback
+    ("train.label_smoothing", 2.0, "train.label_smoothing must be in [0, 1), got 2.0"),  # was: a torch traceback
+    ("train.lr", -1.0, "train.lr must be positive, got -1.0"),
+])
+def test_a_setting_out_of_range_is_an_error_naming_it_before_any_work(key, value, message, tmp_path):
+    config = resolve_config("cpu-vanilla", {key: value})
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        train_translation(config, tmp_path / "run", tmp_path / "no-data", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bpe_vocabulary_smaller_than_the_alphabet_is_an_error_naming_the_setting():
+    text = ["Ein Mann fährt Rad.", "A man rides a bike."]  # 20 distinct characters, the space included
+    with pytest.raises(ValueError, match=r"^data.vocab_size=100: cannot train a BPE vocabulary of that size: it needs "
+                                         r"at least 280 pieces \(4 special, 256 byte fall-back and one per distinct "
+                                         r"character of the training text\)$"):
+        SubwordTokenizer.train(text, vocab_size=100)
+
+
+def test_a_translation_is_one_line_even_when_its_bytes_spell_a_line_break():
+    tok = SubwordTokenizer.train(["a b c", "line one\nline two\r\nthree\x85four"] * 3, vocab_size=400)
+    assert tok.decode(tok.encode("x\ny\rz\x85w")) == "x y z w"
+    pairs = [("   ", "\t"), ("a", "b")]  # whitespace-only sides are blank: dropped and counted
+    keep, report = filter_training_pairs(pairs, [([1], [1]), ([1], [1])], max_tokens=5)
+    assert keep == [1] and report.empty == [1]
+
+
+def test_output_paths_are_checked_before_decoding_and_name_the_option(trained, tmp_path, capsys):
+    run_dir = trained[0]
+    ck = str(run_dir / "last.pt")
+    cases = [(["translate", "eval", "--checkpoint", ck, "--hypotheses", str(tmp_path)], "--hypotheses"),
+             (["translate", "eval", "--checkpoint", ck, "--results", str(tmp_path)], "--results"),
+             (["translate", "run", "--checkpoint", ck, "--output", str(tmp_path)], "--output"),
+             (["translate", "average", ck, "--output", str(tmp_path)], "--output")]
+    for argv, option in cases:  # each was a bare IsADirectoryError traceback
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"complexorder: error: {option}: {tmp_path} is a directory, expected a file path")
+    assert main(["translate", "average", ck, "--run-dir", str(run_dir), "--output", str(tmp_path / "a.pt")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: give checkpoints to average or --run-dir, not both")  # was: the checkpoint ignored
+    assert main(["translate", "run", "--checkpoint", ck, "--length-penalty", "nan"]) == 2
+    assert capsys.readouterr().err.strip() == "complexorder: error: --length-penalty must be a finite number, got nan"

@@ -39,6 +39,8 @@ def _make_dir(folder: Path, purpose: str) -> None:
 
 
 def _check_writable_dir(path: Path) -> None:
+    if path.is_dir():
+        raise PermissionError(f"cannot write {path}: it is a directory, expected a file path")
     _make_dir(path.parent, str(path))
 
 

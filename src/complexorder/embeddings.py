@@ -91,6 +91,12 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
     return positions.to(device=tokens.device, dtype=dtype)
 
 
+def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:
+    if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in (num_embeddings, embedding_dim)):
+        raise ValueError(f"num_embeddings and embedding_dim must be positive integers, got {num_embeddings!r} "
+                         f"and {embedding_dim!r}")
+
+
 def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
     if padding_idx is None:
         return None
@@ -212,8 +218,7 @@ class WordEmbedding(nn.Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
                  sparse: bool = False, device=None, dtype=None) -> None:
         super().__init__()
-        if num_embeddings <= 0 or embedding_dim <= 0:
-            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        _check_sizes(num_embeddings, embedding_dim)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -413,8 +418,7 @@ class ComplexOrderEmbedding(nn.Module):
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, fused: bool = True,
                  first_position: int = 0, device=None, dtype=None) -> None:
         super().__init__()
-        if num_embeddings <= 0 or embedding_dim <= 0:
-            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        _check_sizes(num_embeddings, embedding_dim)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
                              f"got {first_position!r}")
@@ -423,6 +427,9 @@ class ComplexOrderEmbedding(nn.Module):
         if frequency_sharing == "dimension" and amplitude_sharing == "dimension" and not initial_phase:
             raise ValueError("frequency_sharing='dimension' with amplitude_sharing='dimension' makes all "
                              "embedding dimensions identical; share one of them only")
+        if isinstance(frequency_init, bool) or not isinstance(frequency_init, (str, int, float, Tensor)):
+            raise TypeError(f"frequency_init must be one of {', '.join(map(repr, FREQUENCY_INITS))}, a number or a "
+                            f"tensor, got {type(frequency_init).__name__}")
         if isinstance(frequency_init, str):
             _check_choice("frequency_init", frequency_init, FREQUENCY_INITS)
             if frequency_init == "word-index" and frequency_sharing == "word":
@@ -449,6 +456,15 @@ class ComplexOrderEmbedding(nn.Module):
             self.register_parameter("initial_phase", None)
         if isinstance(amplitude_init, Tensor):
             _check_matrix("amplitude_init", amplitude_init, tuple(self.amplitude.shape))
+        if isinstance(frequency_init, Tensor):
+            shape = tuple(self.frequency.shape)
+            try:
+                fits = torch.broadcast_shapes(frequency_init.shape, shape) == shape
+            except RuntimeError:
+                fits = False
+            if not fits or frequency_init.is_complex():
+                raise ValueError(f"frequency_init must be a real tensor broadcastable to the frequency table {shape}, "
+                                 f"got {tuple(frequency_init.shape)} {frequency_init.dtype}")
         self.reset_parameters()
 
     def _table_shape(self, sharing: str | None) -> tuple[int, int]:
@@ -558,8 +574,7 @@ class ComplexVanillaEmbedding(nn.Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, device=None, dtype=None) -> None:
         super().__init__()
-        if num_embeddings <= 0 or embedding_dim <= 0:
-            raise ValueError(f"num_embeddings and embedding_dim must be positive, got {num_embeddings} and {embedding_dim}")
+        _check_sizes(num_embeddings, embedding_dim)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)

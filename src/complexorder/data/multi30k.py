@@ -20,6 +20,7 @@ import collections
 import gzip
 import hashlib
 import io
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,14 +127,14 @@ class FilterReport:
 
 def filter_training_pairs(pairs: Sequence[tuple[str, str]], encoded: Sequence[tuple[Sequence[int], Sequence[int]]],
                           max_tokens: int) -> tuple[list[int], FilterReport]:
-    """Indices of the training pairs to keep: both sides non-empty and at most ``max_tokens`` tokens each.
+    """Indices of the training pairs to keep: both sides non-blank and at most ``max_tokens`` tokens each.
 
     Only training data is filtered; evaluation and translation keep every sentence in full.
     """
     report = FilterReport(total=len(pairs), max_tokens=max_tokens)
     keep = []
     for i, ((src, tgt), (src_ids, tgt_ids)) in enumerate(zip(pairs, encoded)):
-        if not src or not tgt:
+        if not src.strip() or not tgt.strip():
             report.empty.append(i + 1)
         elif len(src_ids) > max_tokens or len(tgt_ids) > max_tokens:
             report.overlong.append(i + 1)
@@ -145,6 +146,15 @@ def filter_training_pairs(pairs: Sequence[tuple[str, str]], encoded: Sequence[tu
 # --------------------------------------------------------------------------------------
 # Tokenizers: text <-> ids, serialisable into a checkpoint
 # --------------------------------------------------------------------------------------
+
+
+#: Every line separator of ``str.splitlines``; a decoded translation must not hold one.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with each line break as a space: a translation is one line of the output file."""
+    return _LINE_BREAKS.sub(" ", text)
 
 
 class SubwordTokenizer:
@@ -170,12 +180,22 @@ class SubwordTokenizer:
         texts = [t for t in texts if t]
         if not texts:
             raise ValueError("cannot train a subword vocabulary on no text")
+        if vocab_size < 1:
+            raise ValueError(f"data.vocab_size must be positive, got {vocab_size}")
         model = io.BytesIO()
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(texts), model_writer=model, model_type="bpe", vocab_size=vocab_size,
-            character_coverage=1.0, byte_fallback=True, hard_vocab_limit=False, pad_id=PAD, unk_id=UNK,
-            bos_id=BOS, eos_id=EOS, pad_piece=SPECIALS[PAD], unk_piece=SPECIALS[UNK], bos_piece=SPECIALS[BOS],
-            eos_piece=SPECIALS[EOS], num_threads=1, minloglevel=2, max_sentence_length=1 << 16)
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(texts), model_writer=model, model_type="bpe", vocab_size=vocab_size,
+                character_coverage=1.0, byte_fallback=True, hard_vocab_limit=False, pad_id=PAD, unk_id=UNK,
+                bos_id=BOS, eos_id=EOS, pad_piece=SPECIALS[PAD], unk_piece=SPECIALS[UNK], bos_piece=SPECIALS[BOS],
+                eos_piece=SPECIALS[EOS], num_threads=1, minloglevel=2, max_sentence_length=1 << 16)
+        except RuntimeError as exc:  # sentencepiece's checks: "INTERNAL: file.cc(N) [check] reason"
+            reason = str(exc).split("] ", 1)[-1].strip()
+            need = re.search(r"smaller than required_chars\. \d+ vs (\d+)", reason)
+            if need:
+                reason = (f"it needs at least {need.group(1)} pieces ({len(SPECIALS)} special, 256 byte fall-back and one "
+                          f"per distinct character of the training text)")
+            raise ValueError(f"data.vocab_size={vocab_size}: cannot train a BPE vocabulary of that size: {reason}") from None
         return cls(model.getvalue())
 
     @property
@@ -186,7 +206,8 @@ class SubwordTokenizer:
         return self.processor.encode(text)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.processor.decode([i for i in ids if i > EOS])
+        # byte fall-back pieces can spell a line break; a translation is one line of the output file
+        return _one_line(self.processor.decode([i for i in ids if i > EOS]))
 
     def state(self) -> dict:
         return {"kind": self.kind, "model": torch.frombuffer(bytearray(self.model_proto), dtype=torch.uint8)}

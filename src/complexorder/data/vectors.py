@@ -8,6 +8,7 @@ skip-gram vectors on the unlabeled sentences at hand instead; every result recor
 from __future__ import annotations
 
 import codecs
+import collections
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from ..checkpoint import check_writable
 from .classification import load_dataset
 from .text import kim_tokenize, read_lines
 from .vocab import Vocabulary
@@ -98,11 +100,17 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
         raise ValueError(f"workers must be a positive integer (gensim threads), got {workers!r}")
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
+    for name, value in (("dim", dim), ("epochs", epochs), ("min_count", min_count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    most = max(collections.Counter(w for s in sentences for w in s).values(), default=0)
+    if most < min_count:
+        raise ValueError(f"min_count={min_count} leaves no word: the most frequent word occurs {most} time(s)")
     logging.getLogger("gensim").setLevel(logging.WARNING)
     model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
                      negative=negative, epochs=epochs, seed=seed, workers=workers)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(out, "vectors file")
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(fd)
     try:

@@ -273,12 +273,16 @@ def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+#: The data sets of Table 4 (the Transformer on SST-2, trained on its phrases or its sentences).
+TABLE4_DATASETS = ("SST2", "SST2-sent")
+
+
 def write_table4(results: list[str], out) -> str:
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     other = sorted({f"{r['dataset']} {r['model']}" for r in records
-                    if r["dataset"] not in ("SST2", "SST2-sent") or r["model"] != "transformer"})
+                    if r["dataset"] not in TABLE4_DATASETS or r["model"] != "transformer"})
     if other:
         raise ValueError(f"{', '.join(map(str, results))} hold(s) records that are not Table 4's (the Transformer on "
                          f"SST-2): {', '.join(other)}; render classification results with complexorder report")

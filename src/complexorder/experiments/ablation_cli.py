@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..checkpoint import check_writable
 from .classification_cli import add_grid_arguments, parse_ints, run_classify
 
 
@@ -33,16 +34,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ablate(args: argparse.Namespace) -> int:
-    from .ablation import write_table4
+    from .ablation import TABLE4_DATASETS, write_table4
     from .classification_cli import load_grid
 
     grid = load_grid(args, "ablation")
+    other = [d for d in grid.datasets if d not in TABLE4_DATASETS] + [m for m in grid.models if m != "transformer"]
+    if other:  # before any training: write_table4 would refuse these records only after the grid had run
+        raise ValueError(f"ablate runs Table 4, the Transformer on SST-2 (datasets {' or '.join(TABLE4_DATASETS)}, "
+                         f"model transformer); --config {args.config} asks for {', '.join(other)} — run other grids with "
+                         f"complexorder classify")
+    if args.out is None:
+        args.out = str(Path(grid.results).parent / "table4.md")
+    if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost
+        check_writable(args.out, "--out")
     if not args.report_only:
         code = run_classify(args, "ablation")
         if args.dry_run:
             return code
-    if args.out is None:
-        args.out = str(Path(grid.results).parent / "table4.md")
     write_table4([grid.results, *args.also_results], args.out)
     print(f"wrote {args.out}")
     return 0

@@ -399,7 +399,12 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
                        directory=True)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
-    finished = [r for r in read_jsonl(results_path, warn=log) if "config_hash" in r]
+    records = read_jsonl(results_path, warn=log)
+    foreign = next((i for i, r in enumerate(records, 1) if not isinstance(r, dict)), None)
+    if foreign is not None:
+        raise ValueError(f"results file {results_path}: record {foreign} is a JSON {type(records[foreign - 1]).__name__}, "
+                         f"not an object; pass a JSON-lines file that `complexorder classify` wrote, or a new one")
+    finished = [r for r in records if "config_hash" in r]
     done = {unit_key(r) for r in finished}
     todo, keys = [], set()
     for unit in units:

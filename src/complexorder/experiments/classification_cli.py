@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..checkpoint import check_writable
 from ..config import config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
@@ -25,6 +26,8 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     if text is None:
         return None
     names = [n.strip() for n in text.split(";" if ";" in text else ",") if n.strip()]
+    if not names:
+        raise ValueError(f"--{what}: {text!r} names nothing; valid names: {', '.join(valid)}")
     for n in names:
         if n not in valid:
             raise ValueError(f"--{what}: unknown name {n!r}; valid names: {', '.join(valid)}")
@@ -156,11 +159,11 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     path = find_config(args.config, task)
     grid = config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path))
     changes = {}
-    if args.datasets:
+    if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
-    if args.models:
+    if args.models is not None:
         changes["models"] = parse_names(args.models, grid.models, "models")
-    if args.embeddings:
+    if args.embeddings is not None:
         changes["variants"] = select_variants(grid.resolved_variants(), args.embeddings)
     for name in ("folds", "seeds"):
         values = parse_ints(getattr(args, name), name)
@@ -216,6 +219,10 @@ def run_vectors_train(args: argparse.Namespace) -> int:
     from ..data.download import sha256_of
     from ..data.vectors import provenance_path, train_word2vec, unlabeled_sentences, vectors_provenance
 
+    for option in ("dim", "epochs", "min_count"):
+        if getattr(args, option) < 1:
+            raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(args, option)}")
+    check_writable(args.out, "--out")  # before the corpus is read and the vectors trained
     data_dir = resolve_data_dir(args.data_dir)
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
     print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "

@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in EMBEDDINGS]
     if unknown:
         raise ValueError(f"--embeddings: unknown embedding {unknown[0]!r}; valid names: {', '.join(EMBEDDINGS)}")
+    if not names:
+        raise ValueError(f"--embeddings: {args.embeddings!r} names nothing; valid names: {', '.join(EMBEDDINGS)}")
     if args.epochs <= 0 or args.train_size <= 0:
         raise ValueError("--epochs and --train-size must be positive")
     set_threads(getattr(args, "threads", None))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..checkpoint import atomic_write_bytes, atomic_write_text, load_checkpoint
+from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, load_checkpoint
 from ..data.vocab import PAD_TOKEN, UNK_TOKEN
 from ..embeddings import ComplexOrderEmbedding, sinusoidal_frequencies
 from .classification import build_model_from_config
@@ -152,6 +152,7 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     if bad:  # before anything is written
         raise ValueError(f"--dims: dimension {bad[0]} is outside 0..{emb.embedding_dim - 1}")
     out_dir = Path(out_dir)
+    check_writable(out_dir, "--out-dir", directory=True)
     delta = position_sensitivity(emb)
     note = ""
     if emb.frequency.shape[0] == 1:

@@ -355,8 +355,9 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     try:
         model.load_state_dict(ck["model_state"])
     except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {first}") from None
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        detail = lines[1] if len(lines) > 1 else (lines[0] if lines else "")
+        raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {detail}") from None
     model.to(device if isinstance(device, torch.device) else resolve_device(device))
     corpus = load_corpus(corpus_dir, splits)
     out = {"checkpoint": str(checkpoint), "step": ck.get("step", (ck.get("progress") or {}).get("step")),

@@ -52,6 +52,9 @@ RECORD_FIELDS = ("dataset", "model", "variant", "split", "test_accuracy")
 def check_records(records: list[dict], source: str = "results") -> None:
     """A one-line error when ``records`` are not classification results (another experiment's file, say)."""
     for i, r in enumerate(records, 1):
+        if not isinstance(r, dict):
+            raise ValueError(f"{source}: record {i} is not a classification result (a JSON {type(r).__name__}, not "
+                             f"an object); pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
         missing = [k for k in RECORD_FIELDS if k not in r]
         if missing:
             held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")

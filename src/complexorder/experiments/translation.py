@@ -234,6 +234,24 @@ def _prune(run_dir: Path, keep_last: int) -> None:
         path.unlink()
 
 
+def _check_settings(config: TranslationConfig) -> None:
+    """One-line errors for settings out of range, before the tokenizer trains (never a silent 0-step run)."""
+    dc, tc = config.data, config.train
+    at_least = [("data.vocab_size", dc.vocab_size, 1, ""), ("data.min_frequency", dc.min_frequency, 1, ""),
+                ("data.max_tokens", dc.max_tokens, 1, ""), ("data.train_limit", dc.train_limit, 0, " (0: all pairs)"),
+                ("train.batch_size", tc.batch_size, 1, ""), ("train.max_epochs", tc.max_epochs, 1, ""),
+                ("train.max_steps", tc.max_steps, 0, " (0: no limit)"), ("train.warmup_steps", tc.warmup_steps, 0, ""),
+                ("train.keep_last", tc.keep_last, 0, " (0: keep all)"),
+                ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)")]
+    for key, value, low, meaning in at_least:
+        if value < low:
+            raise ValueError(f"{key} must be >= {low}{meaning}, got {value}")
+    if not tc.lr > 0.0:
+        raise ValueError(f"train.lr must be positive, got {tc.lr}")
+    if not 0.0 <= tc.label_smoothing < 1.0:
+        raise ValueError(f"train.label_smoothing must be in [0, 1), got {tc.label_smoothing}")
+
+
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
                       progress: bool = True, log: Callable[[str], None] = print,
                       device: str | torch.device | None = None) -> dict:
@@ -248,6 +266,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     run_dir = Path(run_dir)
     with torch.device("meta"):  # every model setting checked now, not after the tokenizer has trained
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
+    _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
     tc = config.train
     if not tc.frequency_lr_scale >= 0.0:
@@ -268,6 +287,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         train_pairs = train_pairs[:config.data.train_limit]
     valid_files = split_files(data_dir, "val", config.data.src_lang, config.data.tgt_lang)
     valid_pairs = read_parallel(*valid_files)
+    if not any(s.strip() and t.strip() for s, t in train_pairs):  # nothing to train a vocabulary on
+        _, report = filter_training_pairs(train_pairs, [((), ())] * len(train_pairs), config.data.max_tokens)
+        raise ValueError(f"no training pairs in {' and '.join(map(str, train_files))}: {report.describe()}")
     if resume is not None:
         tokenizer = tokenizer_from_state(resume["tokenizer"])
     else:

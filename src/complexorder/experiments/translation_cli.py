@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import tomllib
 from pathlib import Path
 
-from ..checkpoint import append_jsonl, atomic_write_text
+from ..checkpoint import append_jsonl, atomic_write_text, check_writable
 from ..config import config_to_dict
 from ..environment import resolve_device, set_threads
 
@@ -90,6 +91,8 @@ def _decode_config(config, args):
                                  ("batch_size", args.batch_size)) if v is not None}
     if changes.get("beam_size", 1) < 1 or changes.get("batch_size", 1) < 1:
         raise ValueError("--beam-size and --batch-size must be at least 1")
+    if not math.isfinite(changes.get("length_penalty", 0.0)):
+        raise ValueError(f"--length-penalty must be a finite number, got {changes['length_penalty']}")
     return dataclasses.replace(config.decode, **changes)
 
 
@@ -104,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"Multi30k is in {download_multi30k(args.data_dir)}")
         return 0
+    for option in ("output", "hypotheses", "results"):  # before any work: an unwritable output is a one-line error
+        if getattr(args, option, None) not in (None, "-"):
+            check_writable(getattr(args, option), f"--{option}")
     if args.action == "average":
+        if args.run_dir and args.checkpoints:
+            raise ValueError("give checkpoints to average or --run-dir, not both")
         if args.run_dir:
             if args.last < 1:
                 raise ValueError(f"--last must be at least 1, got {args.last}")
@@ -116,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
             paths = [Path(p) for p in args.checkpoints]
         if not paths:
             raise ValueError("give checkpoints to average or --run-dir")
+        if any(Path(args.output).resolve() == p.resolve() for p in paths):
+            raise ValueError(f"--output {args.output} is one of the checkpoints to average; the average would replace "
+                             "it — write it to a new file (e.g. averaged.pt)")
         T.average_checkpoints(paths, args.output)
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
         return 0

@@ -81,6 +81,8 @@ class ComplexLinear(nn.Module):
         return torch.complex(self.weight_real, self.weight_real if self.weight_imag is None else self.weight_imag)
 
     def forward(self, input: Tensor) -> Tensor:
+        if isinstance(input, Tensor) and (input.dim() == 0 or input.shape[-1] != self.in_features):
+            raise ValueError(f"ComplexLinear expects input [..., {self.in_features}], got {tuple(input.shape)}")
         return CF.complex_linear(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag)
 
     def extra_repr(self) -> str:
