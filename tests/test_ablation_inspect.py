@@ -313,6 +313,11 @@ def test_ablate_and_inspect_outputs_that_cannot_be_written_are_named_before_any_
     assert main(["inspect", str(path), "--out-dir", str(tmp_path / "file")]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --out-dir: cannot create directory "
                                                f"{tmp_path / 'file'} for its files: {tmp_path / 'file'} is a file")
+    # --dims without --word was silently ignored
+    assert main(["inspect", str(path), "--dims", "0,1", "--out-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == ("complexorder: error: --dims chooses the dimensions of the wave plot of "
+                                               "--word; give --word too")
+    assert not (tmp_path / "out").exists()
 
 
 def test_ablate_refuses_a_grid_that_is_not_table4_before_any_training(tmp_path, capsys):

@@ -1,5 +1,6 @@
 """Configs, checkpoints, result logs and downloads: bad input is a clear one-line error, nothing is lost."""
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +93,18 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
     assert reason.split(": ", 1)[0] in {"RuntimeError", "EOFError", "UnpicklingError", "BadZipFile"}, reason
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
+    # a run directory given for a checkpoint in it names the files there
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(IsADirectoryError, match=rf"^checkpoint {run} is a directory, expected a checkpoint file "
+                                                r"\(it holds no .pt file\)$"):
+        load_checkpoint(run)
+    (run / "best.pt").write_bytes(b"")
+    (run / "last.pt").write_bytes(b"")
+    with pytest.raises(IsADirectoryError, match=rf"^checkpoint {run} is a directory, expected a checkpoint file such "
+                                                rf"as {run / 'best.pt'} \(it holds best.pt, last.pt\)$"):
+        load_checkpoint(run)
+    shutil.rmtree(run)
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 

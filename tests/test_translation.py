@@ -236,6 +236,10 @@ def test_subword_vocabulary_spells_unseen_characters_as_bytes_and_round_trips():
     assert again.encode(unseen) == ids
     words = WordTokenizer.train(["A man , a man .", "A dog"], min_frequency=2)
     assert words.decode(words.encode("A MAN and a cat.")) == "a man <unk> a <unk> <unk>"  # "." seen once
+    # a threshold above every count would leave only the special tokens: every sentence <unk>
+    with pytest.raises(ValueError, match=r"^data.min_frequency=4 leaves no word in the vocabulary: the most frequent "
+                                         r"word of the training text occurs 3 time\(s\)$"):
+        WordTokenizer.train(["A man , a man .", "A dog"], min_frequency=4)
 
 
 # ---------------------------------------------------------------------------------------- configs

@@ -183,6 +183,11 @@ def _load_failure(exc: BaseException, head: bytes) -> str:
 def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None) -> dict:
     """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error."""
     path = Path(path)
+    if path.is_dir():  # a run directory given for the file in it
+        found = sorted(p.name for p in path.glob("*.pt"))
+        raise IsADirectoryError(f"checkpoint {path} is a directory, expected a checkpoint file"
+                                + (f" such as {path / found[0]} (it holds {', '.join(found[:4])}"
+                                   f"{', …' if len(found) > 4 else ''})" if found else " (it holds no .pt file)"))
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     try:

@@ -24,7 +24,7 @@ COMMANDS: dict[str, str] = {
     "lm": "complexorder.experiments.language_model_cli",
 }
 
-USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, PermissionError, KeyError,
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
                ConnectionError)
 
 

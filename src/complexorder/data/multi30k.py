@@ -239,6 +239,10 @@ class WordTokenizer:
             counts.update(tok.tokenize(text))
         words = sorted((w for w, c in counts.items() if c >= min_frequency and w not in SPECIALS),
                        key=lambda w: (-counts[w], w))
+        if not words:  # every sentence would be <unk> only
+            most = max(counts.values(), default=0)
+            raise ValueError(f"data.min_frequency={min_frequency} leaves no word in the vocabulary: the most frequent "
+                             f"word of the training text occurs {most} time(s)")
         return cls(list(SPECIALS) + words)
 
     @property

@@ -61,6 +61,8 @@ def run_inspect(args: argparse.Namespace) -> int:
 
     if args.top <= 0:
         raise ValueError(f"--top must be positive, got {args.top}")
+    if args.dims is not None and args.word is None:
+        raise ValueError("--dims chooses the dimensions of the wave plot of --word; give --word too")
     if args.out_dir is None:
         args.out_dir = str(Path("runs/inspect") / Path(args.checkpoint).stem)
     written = inspect_checkpoint(args.checkpoint, args.out_dir, args.word, args.top, parse_ints(args.dims, "dims"))
