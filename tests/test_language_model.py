@@ -329,6 +329,10 @@ def test_corpus_errors(tmp_path):
     with pytest.raises(ValueError, match=r"the train split has 100 characters: 4 streams of 25, shorter than one "
                                          r"segment of tgt_len=32 plus its target \(33\)"):
         batchify(torch.zeros(100, dtype=torch.uint8), 4, 32, "train")
+    with pytest.raises(ValueError, match=r"^the valid split has 0 characters: 16 streams of 0, shorter than the 2 "
+                                         r"characters of one prediction \(evaluation reads segments of any length\); "
+                                         r"use a longer corpus or a smaller batch_size$"):
+        batchify(torch.zeros(0, dtype=torch.uint8), 16, 1, "valid")  # an empty split: no tgt_len=1 in the message
     with pytest.raises(FileNotFoundError, match="source directory .* does not exist"):
         build_proxy_corpus(tmp_path / "missing", tmp_path / "out")
     (tmp_path / "text8").write_text("a short file")

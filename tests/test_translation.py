@@ -390,6 +390,11 @@ def test_translate_reads_standard_input(trained, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"one two\n\xff\xfe three\n"), encoding="utf-8"))
     assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--beam-size", "1"]) == 2
     assert "<stdin>:2: not valid UTF-8 (byte 0xff); convert the file to UTF-8" in capsys.readouterr().err
+    # empty input: an empty output, and a note saying so
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"))
+    assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--beam-size", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and "note: standard input holds no lines; nothing to translate" in captured.err
 
 
 def test_an_epoch_resumed_midway_logs_the_loss_of_all_its_batches(toy_data, tmp_path):

@@ -118,9 +118,11 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data") ->
     """
     n = ids.numel() // batch_size
     if n < tgt_len + 1:
+        need = (f"one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1})" if tgt_len > 1 else
+                "the 2 characters of one prediction (evaluation reads segments of any length)")
+        sizes = "batch_size / tgt_len" if tgt_len > 1 else "batch_size"
         raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
-                         f"shorter than one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1}); "
-                         f"use a longer corpus or a smaller batch_size / tgt_len")
+                         f"shorter than {need}; use a longer corpus or a smaller {sizes}")
     return ids[: n * batch_size].view(batch_size, n)
 
 

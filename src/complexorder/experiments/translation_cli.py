@@ -159,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input != "-" and not Path(args.input).is_file():
         raise FileNotFoundError(f"--input {args.input} does not exist")
     sentences = read_lines(args.input) if args.input != "-" else decode_lines(sys.stdin.buffer.read(), "<stdin>")
+    if not sentences:  # not an error (an empty file translates to an empty file), but never silent
+        log(f"note: {'standard input' if args.input == '-' else args.input} holds no lines; nothing to translate")
     out = T.translate_sentences(model, tokenizer, sentences, decode, progress=progress and args.output != "-")
     text = "".join(o + "\n" for o in out)
     if args.output == "-":
