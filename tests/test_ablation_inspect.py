@@ -328,5 +328,5 @@ def test_ablate_refuses_a_grid_that_is_not_table4_before_any_training(tmp_path, 
                  "--results", str(tmp_path / "r.jsonl")]) == 2
     assert capsys.readouterr().err.strip() == (
         "complexorder: error: ablate runs Table 4, the Transformer on SST-2 (datasets SST2 or SST2-sent, model "
-        "transformer); --config table4 asks for MR — run other grids with complexorder classify")
+        "transformer); --datasets asks for MR — run other grids with complexorder classify")
     assert not (tmp_path / "r.jsonl").exists()

@@ -3,6 +3,7 @@
 import cmath
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -486,3 +487,5 @@ def test_frequency_init_and_sizes_of_the_wrong_kind_are_one_line_errors():
     assert torch.equal(emb.frequency[3], torch.arange(4.0))
     with pytest.raises(ValueError, match=r"^num_embeddings and embedding_dim must be positive integers, got 10.5 and 4$"):
         co.build_embedding("complex-order", 10.5, 4)
+    # integer scalars of NumPy and torch are integers (they were accepted before the check)
+    assert co.build_embedding("complex-order", np.int64(10), torch.tensor(4)).amplitude.shape == (10, 4)

@@ -332,7 +332,10 @@ def test_corpus_errors(tmp_path):
     with pytest.raises(ValueError, match=r"^the valid split has 0 characters: 16 streams of 0, shorter than the 2 "
                                          r"characters of one prediction \(evaluation reads segments of any length\); "
                                          r"use a longer corpus or a smaller batch_size$"):
-        batchify(torch.zeros(0, dtype=torch.uint8), 16, 1, "valid")  # an empty split: no tgt_len=1 in the message
+        batchify(torch.zeros(0, dtype=torch.uint8), 16, 1, "valid", evaluation=True)  # no tgt_len=1 in the message
+    with pytest.raises(ValueError, match=r"^the train split has 30 characters: 16 streams of 1, shorter than one "
+                                         r"segment of tgt_len=1 plus its target \(2\)"):
+        batchify(torch.zeros(30, dtype=torch.uint8), 16, 1, "train")  # training with tgt_len 1 says so
     with pytest.raises(FileNotFoundError, match="source directory .* does not exist"):
         build_proxy_corpus(tmp_path / "missing", tmp_path / "out")
     (tmp_path / "text8").write_text("a short file")
@@ -556,6 +559,8 @@ def test_tpe_control_adds_scaled_fixed_sinusoids_of_the_word_offsets():
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in tiny().parameters())
     big = tiny("tpe", position_mode="word", position_scale=1.0)
     torch.testing.assert_close(big.embed(tokens, positions)[0], (big.word_emb.weight[tokens[0]] + pe) * 4.0)
+    with pytest.raises(ValueError, match=r"^positions of shape \(3, 5\) do not broadcast"):  # checked as "pe" does
+        model(torch.ones(1, 5, dtype=torch.long), positions=torch.zeros(3, 5))
     for bad, embedding in ((0.0, "tpe"), (float("nan"), "tpe"), (1.0, "pe")):
         with pytest.raises(ValueError, match=r"^model.position_scale applies to model.embedding = 'tpe' only and must "
                                              r"be a positive number, got "):

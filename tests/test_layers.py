@@ -475,10 +475,19 @@ def test_input_of_the_wrong_width_is_an_error_naming_the_layer_and_shape():
     """ComplexLinear, ComplexLayerNorm and ComplexBatchNorm1d failed inside torch ("mat1 and mat2 shapes cannot be
     multiplied", "running_mean should contain 4 elements not 3"), unlike the conv, LSTM and attention layers."""
     z = torch.randn(2, 5, 4, dtype=torch.complex64)
-    with pytest.raises(ValueError, match=r"^ComplexLinear expects input \[\.\.\., 3\], got \(2, 5, 4\)$"):
+    with pytest.raises(ValueError, match=r"^ComplexLinear expects input \[\.\.\., 3\], got \[2, 5, 4\]$"):
         cnn.ComplexLinear(3, 2)(z)
-    with pytest.raises(ValueError, match=r"^ComplexLayerNorm expects input \[\.\.\., 3\], got \(2, 5, 4\)$"):
+    with pytest.raises(ValueError, match=r"^ComplexLayerNorm expects input \[\.\.\., 3\], got \[2, 5, 4\]$"):
         cnn.ComplexLayerNorm(3)(z)
-    with pytest.raises(ValueError, match=r"^ComplexBatchNorm1d expects input \[N, 3\] or \[N, 3, L\], got \(2, 4, 5\)$"):
+    with pytest.raises(ValueError, match=r"^ComplexBatchNorm1d expects input \[N, 3\] or \[N, 3, L\], got \[2, 4, 5\]$"):
         cnn.ComplexBatchNorm1d(3)(z.transpose(1, 2))
     assert cnn.ComplexLinear(4, 2)(z).shape == (2, 5, 2) and cnn.ComplexLayerNorm((5, 4))(z).shape == z.shape
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch 2.13 deprecates torch.jit.script; users still call it
+def test_linear_and_batch_norm_still_script_with_their_width_checks():
+    """The width checks must not break torch.jit.script, which these two layers supported before them."""
+    z = torch.randn(6, 4, dtype=torch.complex64)
+    for layer in (cnn.ComplexLinear(4, 3), cnn.ComplexBatchNorm1d(4).eval()):
+        scripted = torch.jit.script(layer)
+        torch.testing.assert_close(scripted(z), layer(z))

@@ -660,6 +660,16 @@ def test_a_setting_out_of_range_is_an_error_naming_it_before_any_work(key, value
     assert not (tmp_path / "run").exists()
 
 
+def test_settings_that_mean_something_at_their_edge_are_still_accepted(tmp_path):
+    """vocab_size is the BPE's (ignored for words), min_frequency 0 counts as 1, warmup_steps <= 0 is no warm-up:
+    none of these reach the range check, so the run goes on to read the data (absent here)."""
+    for changes in ({"data.preprocessing": "word", "data.vocab_size": 0, "data.min_frequency": 0},
+                    {"train.warmup_steps": 0}, {"train.warmup_steps": -1}):
+        config = resolve_config("cpu-vanilla", changes)
+        with pytest.raises(FileNotFoundError):
+            train_translation(config, tmp_path / "run", tmp_path / "no-data", progress=False)
+
+
 def test_a_bpe_vocabulary_smaller_than_the_alphabet_is_an_error_naming_the_setting():
     text = ["Ein Mann fährt Rad.", "A man rides a bike."]  # 20 distinct characters, the space included
     with pytest.raises(ValueError, match=r"^data.vocab_size=100: cannot train a BPE vocabulary of that size: it needs "

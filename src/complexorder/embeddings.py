@@ -23,6 +23,7 @@ Every module exposes ``is_complex`` so that a model can pick real or complex lay
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import torch
@@ -92,7 +93,13 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
 
 
 def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:
-    if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in (num_embeddings, embedding_dim)):
+    """Positive integers (NumPy's and torch's integer scalars too, as ``operator.index`` takes them)."""
+    def positive(n) -> bool:
+        try:
+            return not isinstance(n, bool) and operator.index(n) > 0
+        except TypeError:
+            return False
+    if not (positive(num_embeddings) and positive(embedding_dim)):
         raise ValueError(f"num_embeddings and embedding_dim must be positive integers, got {num_embeddings!r} "
                          f"and {embedding_dim!r}")
 

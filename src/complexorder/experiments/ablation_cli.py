@@ -38,11 +38,13 @@ def run_ablate(args: argparse.Namespace) -> int:
     from .classification_cli import load_grid
 
     grid = load_grid(args, "ablation")
-    other = [d for d in grid.datasets if d not in TABLE4_DATASETS] + [m for m in grid.models if m != "transformer"]
+    other = [(d, "--datasets" if args.datasets else f"--config {args.config}")
+             for d in grid.datasets if d not in TABLE4_DATASETS]
+    other += [(m, "--models" if args.models else f"--config {args.config}") for m in grid.models if m != "transformer"]
     if other:  # before any training: write_table4 would refuse these records only after the grid had run
         raise ValueError(f"ablate runs Table 4, the Transformer on SST-2 (datasets {' or '.join(TABLE4_DATASETS)}, "
-                         f"model transformer); --config {args.config} asks for {', '.join(other)} — run other grids with "
-                         f"complexorder classify")
+                         f"model transformer); {other[0][1]} asks for {', '.join(name for name, _ in other)} — run "
+                         f"other grids with complexorder classify")
     if args.out is None:
         args.out = str(Path(grid.results).parent / "table4.md")
     if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost

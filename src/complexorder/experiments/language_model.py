@@ -110,7 +110,7 @@ def build_model(cfg: LMConfig) -> TransformerXL:
 # --------------------------------------------------------------------------------------
 
 
-def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data") -> Tensor:
+def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", evaluation: bool = False) -> Tensor:
     """Cut ``ids`` into ``batch_size`` contiguous streams: ``[batch_size, len(ids) // batch_size]``.
 
     Raises a one-line error when a stream is shorter than one segment (``tgt_len`` inputs plus
@@ -118,9 +118,9 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data") ->
     """
     n = ids.numel() // batch_size
     if n < tgt_len + 1:
-        need = (f"one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1})" if tgt_len > 1 else
-                "the 2 characters of one prediction (evaluation reads segments of any length)")
-        sizes = "batch_size / tgt_len" if tgt_len > 1 else "batch_size"
+        need = ("the 2 characters of one prediction (evaluation reads segments of any length)" if evaluation else
+                f"one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1})")
+        sizes = "batch_size" if evaluation else "batch_size / tgt_len"
         raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
                          f"shorter than {need}; use a longer corpus or a smaller {sizes}")
     return ids[: n * batch_size].view(batch_size, n)
@@ -139,7 +139,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
     if ids.numel() // batch_size < 2:  # evaluation takes short last segments: a stream needs one input and its target
         raise ValueError(f"the {split} split has {ids.numel():,} characters: too few for {batch_size} evaluation "
                          f"streams of at least 2 characters each; use a smaller batch size")
-    data = batchify(ids, batch_size, 1, split)
+    data = batchify(ids, batch_size, 1, split, evaluation=True)
     if tgt_len <= 0:
         raise ValueError(f"tgt_len must be positive, got {tgt_len}")
     saved = (model.mem_len, model.same_length, model.clamp_len)
@@ -230,7 +230,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
     valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
-    batchify(valid, cfg.eval.batch_size, 1, "valid")  # fail now, not after hours of training
+    batchify(valid, cfg.eval.batch_size, 1, "valid", evaluation=True)  # fail now, not after hours of training
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
     device = device if isinstance(device, torch.device) else resolve_device(device)
@@ -358,7 +358,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
         model.load_state_dict(ck["model_state"])
     except RuntimeError as exc:
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-        detail = lines[1] if len(lines) > 1 else (lines[0] if lines else "")
+        detail = " ".join(lines[1:]) if len(lines) > 1 else (lines[0] if lines else "")  # missing and unexpected keys
         raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {detail}") from None
     model.to(device if isinstance(device, torch.device) else resolve_device(device))
     corpus = load_corpus(corpus_dir, splits)

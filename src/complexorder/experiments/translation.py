@@ -237,12 +237,13 @@ def _prune(run_dir: Path, keep_last: int) -> None:
 def _check_settings(config: TranslationConfig) -> None:
     """One-line errors for settings out of range, before the tokenizer trains (never a silent 0-step run)."""
     dc, tc = config.data, config.train
-    at_least = [("data.vocab_size", dc.vocab_size, 1, ""), ("data.min_frequency", dc.min_frequency, 1, ""),
-                ("data.max_tokens", dc.max_tokens, 1, ""), ("data.train_limit", dc.train_limit, 0, " (0: all pairs)"),
+    at_least = [("data.max_tokens", dc.max_tokens, 1, ""), ("data.train_limit", dc.train_limit, 0, " (0: all pairs)"),
                 ("train.batch_size", tc.batch_size, 1, ""), ("train.max_epochs", tc.max_epochs, 1, ""),
-                ("train.max_steps", tc.max_steps, 0, " (0: no limit)"), ("train.warmup_steps", tc.warmup_steps, 0, ""),
+                ("train.max_steps", tc.max_steps, 0, " (0: no limit)"),
                 ("train.keep_last", tc.keep_last, 0, " (0: keep all)"),
                 ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)")]
+    if dc.preprocessing == "bpe":  # vocab_size is the BPE's; the word vocabulary ignores it
+        at_least.insert(0, ("data.vocab_size", dc.vocab_size, 1, ""))
     for key, value, low, meaning in at_least:
         if value < low:
             raise ValueError(f"{key} must be >= {low}{meaning}, got {value}")

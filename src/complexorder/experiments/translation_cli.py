@@ -108,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"Multi30k is in {download_multi30k(args.data_dir)}")
         return 0
     for option in ("output", "hypotheses", "results"):  # before any work: an unwritable output is a one-line error
-        if getattr(args, option, None) not in (None, "-"):
-            check_writable(getattr(args, option), f"--{option}")
+        value = getattr(args, option, None)
+        if value is not None and not (option == "output" and value == "-"):  # run's "--output -" is standard output
+            check_writable(value, f"--{option}")
     if args.action == "average":
         if args.run_dir and args.checkpoints:
             raise ValueError("give checkpoints to average or --run-dir, not both")

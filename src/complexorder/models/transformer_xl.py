@@ -19,8 +19,10 @@ embedding with our proposed embedding under the same setting"):
 ``"tpe"``              ``WE_j + s PE_pos``: the real table plus the fixed sinusoids of paper Eq. 7 (a
                        control without parameters); ``s = position_scale``, by default
                        ``sqrt(2) init_std`` so that each sinusoid's RMS equals the table's initial
-                       standard deviation, as ``"pe"``'s learned vectors start (Vaswani et al.'s
-                       ``s = 1`` would make positions ~50 times the characters' vectors here)
+                       standard deviation, as ``"pe"``'s learned vectors start (the whole sum is
+                       then scaled by ``sqrt(d_model)``; Vaswani et al.'s ``sqrt(d) W + PE`` is
+                       ``s = 1 / sqrt(d_model)``, positions about 3 times the characters' vectors
+                       at d_model 128 and Dai et al.'s initialisation)
 =====================  ======================================================================
 
 **How a complex embedding enters the network** (``network``):
@@ -95,7 +97,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import _resolve_positions, build_embedding, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
            "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
@@ -492,7 +494,8 @@ class TransformerXL(nn.Module):
             positions = positions.clamp(0, self.config.max_positions - 1)
         if self.config.embedding == "tpe":  # the table plus scaled sinusoids (module docstring)
             words = self.word_emb.embed_words(tokens)
-            x = words + self.position_scale * sinusoidal_position_encoding(positions.to(words.dtype), self.d_embed)
+            positions = _resolve_positions(tokens, positions, words.dtype)  # the embeddings' own checks
+            x = words + self.position_scale * sinusoidal_position_encoding(positions, self.d_embed)
         else:
             x = complex_to_real(self.word_emb(tokens, positions))
         if self.emb_proj is not None:

@@ -82,7 +82,7 @@ class ComplexLinear(nn.Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if isinstance(input, Tensor) and (input.dim() == 0 or input.shape[-1] != self.in_features):
-            raise ValueError(f"ComplexLinear expects input [..., {self.in_features}], got {tuple(input.shape)}")
+            raise ValueError(f"ComplexLinear expects input [..., {self.in_features}], got {list(input.shape)}")
         return CF.complex_linear(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag)
 
     def extra_repr(self) -> str:

@@ -54,7 +54,7 @@ class ComplexLayerNorm(nn.Module):
         n = len(self.normalized_shape)
         if isinstance(input, Tensor) and (input.dim() < n or tuple(input.shape[input.dim() - n:]) != self.normalized_shape):
             raise ValueError(f"ComplexLayerNorm expects input [..., {', '.join(map(str, self.normalized_shape))}], "
-                             f"got {tuple(input.shape)}")
+                             f"got {list(input.shape)}")
         return CF.complex_layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -92,5 +92,5 @@ class ComplexBatchNorm1d(nn.Module):
         CF._require_complex("input", input)
         if input.dim() not in (2, 3) or input.shape[1] != self.real.num_features:
             c = self.real.num_features
-            raise ValueError(f"ComplexBatchNorm1d expects input [N, {c}] or [N, {c}, L], got {tuple(input.shape)}")
+            raise ValueError(f"ComplexBatchNorm1d expects input [N, {c}] or [N, {c}, L], got {list(input.shape)}")
         return torch.complex(self.real(input.real), self.imag(input.imag))
