@@ -167,6 +167,9 @@ def test_word_vectors_in_three_formats(tmp_path):
         load_word_vectors(tmp_path / "bad.txt")
     with pytest.raises(FileNotFoundError, match="create one with `complexorder vectors train`"):
         load_word_vectors(tmp_path / "none.txt")
+    (tmp_path / "vecdir").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"^vectors file .*vecdir is a directory; pass the vectors file itself "):
+        load_word_vectors(tmp_path / "vecdir")
     with pytest.raises(ValueError, match="vectors format 'fasttext' unknown"):
         load_word_vectors(tmp_path / "v.txt", "fasttext")
     # a UTF-8 text file whose first 4096 bytes after the header end inside a character is still text

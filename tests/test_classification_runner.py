@@ -281,6 +281,8 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
     assert "complexorder classify --datasets MR" in out and "NOT within 1.5 points" in out
     with pytest.raises(FileNotFoundError, match="results file .*missing.jsonl does not exist"):
         write_report([str(tmp_path / "missing.jsonl")], tmp_path / "x.md")
+    with pytest.raises(IsADirectoryError, match=r"^results file .* is a directory; pass the JSON-lines file in it "):
+        write_report([str(tmp_path)], tmp_path / "x.md")  # a run directory given for its results file
     (tmp_path / "a-file").write_text("")
     with pytest.raises(PermissionError, match=r"^--figure: cannot create directory .*a-file is a file$"):
         write_report([str(results)], tmp_path / "t2.md", tmp_path / "a-file" / "fig.png")

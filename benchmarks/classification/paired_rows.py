@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         cells = cell_scores(load_results(args.results))
-    except FileNotFoundError as e:
+    except (FileNotFoundError, IsADirectoryError) as e:
         sys.exit(f"--results: {e}")
     datasets = [ds for (ds, model, label) in cells if model == args.model and label == args.row]
     if not datasets:

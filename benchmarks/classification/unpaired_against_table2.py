@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"--table2: no per-cell rows for model {args.model!r} in {args.table2}")
     try:
         records = load_results([args.results])
-    except FileNotFoundError as e:
+    except (FileNotFoundError, IsADirectoryError) as e:
         sys.exit(f"--results: {e}")
     rows = {key: split_scores for key, split_scores in cell_scores(records).items() if key[1] == args.model}
     if not rows:

@@ -160,6 +160,9 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
     path = Path(path)
     if fmt not in VECTOR_FORMATS:
         raise ValueError(f"vectors format {fmt!r} unknown; valid formats: {', '.join(VECTOR_FORMATS)}")
+    if path.is_dir():
+        raise IsADirectoryError(f"vectors file {path} is a directory; pass the vectors file itself (word2vec binary or "
+                                "text, or GloVe text)")
     if not path.is_file():
         raise FileNotFoundError(f"vectors file {path} does not exist; create one with `complexorder vectors train`")
     if fmt == "auto":

@@ -37,6 +37,9 @@ ALPHA = 0.05
 def load_results(paths, warn=print) -> list[dict]:
     records = []
     for path in paths:
+        if Path(path).is_dir():
+            raise IsADirectoryError(f"results file {path} is a directory; pass the JSON-lines file in it that "
+                                    "`complexorder classify` or `ablate` wrote")
         if not Path(path).is_file():
             raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` first")
         found = read_jsonl(path, warn=warn)
