@@ -236,10 +236,10 @@ def test_word2vec_sizes_min_count_and_output_path_are_checked_and_named(tmp_path
     from complexorder.cli import main
     from complexorder.data.vectors import train_word2vec
 
-    for argv, message in ((["--dim", "0"], "--dim must be positive, got 0"),
-                          (["--dim", "-3"], "--dim must be positive, got -3"),
-                          (["--epochs", "0"], "--epochs must be positive, got 0"),
-                          (["--min-count", "0"], "--min-count must be positive, got 0"),
+    for argv, message in ((["--dim", "0"], "--dim must be a positive integer, got 0"),
+                          (["--dim", "-3"], "--dim must be a positive integer, got -3"),
+                          (["--epochs", "0"], "--epochs must be a positive integer, got 0"),
+                          (["--min-count", "0"], "--min-count must be a positive integer, got 0"),
                           (["--out", str(tmp_path)], f"--out: {tmp_path} is a directory, expected a file path")):
         argv = ["vectors", "train", "--data-dir", str(tmp_path / "no-data"), "--out", str(tmp_path / "v.txt")] + argv
         assert main(argv) == 2

@@ -487,5 +487,14 @@ def test_frequency_init_and_sizes_of_the_wrong_kind_are_one_line_errors():
     assert torch.equal(emb.frequency[3], torch.arange(4.0))
     with pytest.raises(ValueError, match=r"^num_embeddings and embedding_dim must be positive integers, got 10.5 and 4$"):
         co.build_embedding("complex-order", 10.5, 4)
+    # TPE's optional factor of the sinusoids (the Transformer-XL control sets it): Eq. 7 scaled, a bad value named
+    tokens, positions = torch.tensor([[3, 4]]), torch.tensor([[2.0, 7.0]])
+    plain, scaled = co.build_embedding("tpe", 10, 4), co.build_embedding("tpe", 10, 4, position_scale=0.5)
+    scaled.load_state_dict(plain.state_dict())
+    pe = co.sinusoidal_position_encoding(positions, 4)
+    torch.testing.assert_close(scaled(tokens, positions) - plain(tokens, positions), -0.5 * pe)
+    assert "position_scale=0.5" in repr(scaled) and "position_scale" not in repr(plain)
+    with pytest.raises(ValueError, match=r"^position_scale must be a positive number, got 0$"):
+        co.build_embedding("tpe", 10, 4, position_scale=0)
     # integer scalars of NumPy and torch are integers (they were accepted before the check)
     assert co.build_embedding("complex-order", np.int64(10), torch.tensor(4)).amplitude.shape == (10, 4)

@@ -324,6 +324,8 @@ class SinusoidalPositionalEmbedding(WordEmbedding):
 
     Args:
         num_embeddings, embedding_dim, padding_idx, sparse: as :class:`WordEmbedding`.
+        position_scale: factor of the encoding, ``WE_j + s PE_pos`` (default 1, Eq. 7 as written; a
+            network whose word table starts small may want the encoding on the table's scale).
 
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` real. Padding tokens embed to exactly zero.
@@ -337,11 +339,23 @@ class SinusoidalPositionalEmbedding(WordEmbedding):
         True
     """
 
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, position_scale: float = 1.0, **kwargs) -> None:
+        super().__init__(num_embeddings, embedding_dim, **kwargs)
+        if isinstance(position_scale, bool) or not isinstance(position_scale, (int, float)) or \
+                not (math.isfinite(position_scale) and position_scale > 0):
+            raise ValueError(f"position_scale must be a positive number, got {position_scale!r}")
+        self.position_scale = float(position_scale)
+
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         words = self.embed_words(tokens)
         pos = _resolve_positions(tokens, positions, words.dtype)
         pe = sinusoidal_position_encoding(pos, self.embedding_dim).to(words.dtype)
+        if self.position_scale != 1.0:
+            pe = pe * self.position_scale
         return self._pad_mask(tokens, words + pe)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (f", position_scale={self.position_scale:g}" if self.position_scale != 1.0 else "")
 
 
 # --------------------------------------------------------------------------------------
@@ -662,6 +676,8 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
     if name == "complex-order":
         allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
                     "first_position"}
+    if name == "tpe":
+        allowed |= {"position_scale"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} not accepted by embedding {name!r}; "

@@ -84,6 +84,13 @@ def vectors_provenance(vectors: str | Path, sha256: str | None = None) -> dict |
     return record
 
 
+def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda name: name) -> None:
+    """One-line errors for :func:`train_word2vec`'s sizes; ``option`` names each (the CLI: ``--dim`` etc.)."""
+    for name, value in (("dim", dim), ("epochs", epochs), ("min_count", min_count)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{option(name)} must be a positive integer, got {value!r}")
+
+
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
                    min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1):
     """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors.
@@ -100,9 +107,7 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
         raise ValueError(f"workers must be a positive integer (gensim threads), got {workers!r}")
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
-    for name, value in (("dim", dim), ("epochs", epochs), ("min_count", min_count)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    check_word2vec_settings(dim, epochs, min_count)
     most = max(collections.Counter(w for s in sentences for w in s).values(), default=0)
     if most < min_count:
         raise ValueError(f"min_count={min_count} leaves no word: the most frequent word occurs {most} time(s)")

@@ -217,11 +217,11 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
 
 def run_vectors_train(args: argparse.Namespace) -> int:
     from ..data.download import sha256_of
-    from ..data.vectors import provenance_path, train_word2vec, unlabeled_sentences, vectors_provenance
+    from ..data.vectors import (check_word2vec_settings, provenance_path, train_word2vec, unlabeled_sentences,
+                                vectors_provenance)
 
-    for option in ("dim", "epochs", "min_count"):
-        if getattr(args, option) < 1:
-            raise ValueError(f"--{option.replace('_', '-')} must be positive, got {getattr(args, option)}")
+    check_word2vec_settings(args.dim, args.epochs, args.min_count,  # before the corpus is read
+                            option=lambda name: "--" + name.replace("_", "-"))
     check_writable(args.out, "--out")  # before the corpus is read and the vectors trained
     data_dir = resolve_data_dir(args.data_dir)
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)

@@ -97,7 +97,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..embeddings import _resolve_positions, build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
            "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
@@ -404,8 +404,10 @@ class TransformerXL(nn.Module):
         self.config = config
         d_embed = config.d_model if config.d_embed is None else config.d_embed
         self.d_embed = d_embed
+        position_scale = math.sqrt(2.0) * config.init_std if config.position_scale is None else config.position_scale
         options = {"complex-order": {"frequency_init": config.frequency_init},
-                   "pe": {"max_positions": config.max_positions}}.get(config.embedding, {})
+                   "pe": {"max_positions": config.max_positions},
+                   "tpe": {"position_scale": position_scale}}.get(config.embedding, {})
         self.complex_network = config.network == "complex"
         if self.complex_network:
             d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
@@ -414,8 +416,6 @@ class TransformerXL(nn.Module):
         self.emb_proj = (nn.Linear(d_embed, config.d_model, bias=False)
                          if d_embed != config.d_model and not self.complex_network else None)
         self.emb_scale = math.sqrt(config.d_model)
-        self.position_scale = (math.sqrt(2.0) * config.init_std if config.position_scale is None
-                               else config.position_scale)  # embedding="tpe" only
         self.drop = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(
             TransformerXLLayer(config.n_head, config.d_model, config.d_head, config.d_inner, config.dropout,
@@ -492,12 +492,7 @@ class TransformerXL(nn.Module):
             return torch.stack([z.real, z.imag]) * self.emb_scale
         if self.config.embedding == "pe":
             positions = positions.clamp(0, self.config.max_positions - 1)
-        if self.config.embedding == "tpe":  # the table plus scaled sinusoids (module docstring)
-            words = self.word_emb.embed_words(tokens)
-            positions = _resolve_positions(tokens, positions, words.dtype)  # the embeddings' own checks
-            x = words + self.position_scale * sinusoidal_position_encoding(positions, self.d_embed)
-        else:
-            x = complex_to_real(self.word_emb(tokens, positions))
+        x = complex_to_real(self.word_emb(tokens, positions))
         if self.emb_proj is not None:
             x = self.emb_proj(x)
         return x * self.emb_scale
