@@ -15,9 +15,12 @@
 # plus the fixed sinusoids of paper Eq. 7 at the word offsets (--embedding tpe --set model.position_mode=word;
 # run directories tpe-word-sS).
 # BASE=0 skips the three Table 6 variants (for adding an ablation to seeds whose records are committed).
+# ONLY="V1 V2 ..." trains exactly the named variants (run-directory names without -sS: vanilla, complex-vanilla,
+# complex-order, complex-order-word, pe-word, ...), one lane per variant over the seeds, and ignores the
+# switches above. Every complex-order variant starts its frequencies at 0 (model.frequency_init=zeros).
 #
 # Usage (from the repository root):
-#   [BASE=0] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] [PE_WORD=1] [TPE_WORD=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
+#   [BASE=0] [ONLY=...] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] [PE_WORD=1] [TPE_WORD=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
 set -euo pipefail
 SHARED=${1:-../shared/data}
 RUNS=${2:-runs/lm/seeds}
@@ -40,6 +43,7 @@ mkdir -p "$RUNS"
 train() {  # variant seed [extra arguments]; variant complex-order-flrX is complex-order with frequency lr xX
   local v=$1 s=$2; shift 2
   local run=$RUNS/$v-s$s embedding=$v
+  if [[ $v == complex-order* ]]; then set -- "$@" --set model.frequency_init=zeros; fi
   if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
   if [[ $v == *-cnet ]]; then embedding=${v%-cnet}; set -- "$@" --set model.network=complex; fi
   if [[ $v == complex-order-word ]]; then embedding=complex-order; set -- "$@" --set model.position_mode=word; fi
@@ -59,22 +63,27 @@ evaluate() {  # variant seed
 }
 
 BASE_VARIANTS=""
-if [[ $BASE == 1 ]]; then
+ONLY=${ONLY:-}
+if [[ -n $ONLY ]]; then
+  for v in $ONLY; do ( for s in $SEEDS; do train "$v" "$s"; done ) & done
+  wait_all
+  BASE_VARIANTS=$ONLY; FREQ_LR=""; COMPLEX_NETWORK=""; WORD_POSITIONS=""; PE_WORD=""; TPE_WORD=""
+elif [[ $BASE == 1 ]]; then
   BASE_VARIANTS="vanilla complex-vanilla complex-order"
-  ( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s" --set model.frequency_init=zeros; done ) &
+  ( for s in $SEEDS; do train vanilla "$s"; train complex-order "$s"; done ) &
   ( for s in $SEEDS; do train complex-vanilla "$s"; done ) &
   wait_all
 fi
-if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s" --set model.frequency_init=zeros; done; fi
+if [[ -n $FREQ_LR ]]; then for s in $SEEDS; do train "complex-order-flr$FREQ_LR" "$s"; done; fi
 if [[ -n $COMPLEX_NETWORK ]]; then
-  ( for s in $SEEDS; do train complex-order-cnet "$s" --set model.frequency_init=zeros; done ) &
+  ( for s in $SEEDS; do train complex-order-cnet "$s"; done ) &
   ( for s in $SEEDS; do train complex-vanilla-cnet "$s"; done ) &
   wait_all
 fi
 if [[ -n $WORD_POSITIONS ]]; then
   read -ra seeds <<< "$SEEDS"
-  ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
-  ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}" --set model.frequency_init=zeros; done ) &
+  ( for ((i = 0; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}"; done ) &
+  ( for ((i = 1; i < ${#seeds[@]}; i += 2)); do train complex-order-word "${seeds[i]}"; done ) &
   wait_all
 fi
 if [[ -n $PE_WORD ]]; then
