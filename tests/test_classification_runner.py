@@ -410,6 +410,11 @@ def test_extends_errors_name_the_file_and_what_to_do(tmp_path):
                                                 r"extending file\) or a built-in config: table4 \(ablation\), "
                                                 r"table2 \(classification\)$"):
         read_extended_toml(missing, "ablation")
+    from complexorder.config import find_config
+
+    with pytest.raises(IsADirectoryError, match=rf"^config {tmp_path} is a directory; give a TOML file path or one of "
+                                                r"the built-in ablation configs: table4$"):
+        find_config(tmp_path, "ablation")  # was "not found"
     # classify and ablate run the same grid: each extends the other's built-ins
     across = tmp_path / "across.toml"
     across.write_text('extends = "table4"\nresults = "r.jsonl"\n')
@@ -673,6 +678,10 @@ def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read
                                                 r"--vectors\) does not exist; create one with `complexorder vectors "
                                                 r"train`, or pass another with --vectors$"):
         run_grid(grid, progress=False, log=lambda *_: None)
+    (tmp_path / "vecdir").mkdir()
+    with pytest.raises(IsADirectoryError, match=rf"^vectors file {tmp_path / 'vecdir'} \(config `vectors` / "
+                                                r"--vectors\) is a directory; pass the vectors file itself"):
+        run_grid(dataclasses.replace(grid, vectors=str(tmp_path / "vecdir")), progress=False, log=lambda *_: None)
     # a grid that needs no vectors (the Transformer) does not ask for them
     transformer = tiny_grid(tmp_path / "t", models=["transformer"], vectors=str(tmp_path / "nope.txt"), folds=[0])
     assert len(run_grid(transformer, progress=False, log=lambda *_: None)) == 5

@@ -325,6 +325,9 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
         emb(torch.tensor([[1, 2], [3, 4]]), torch.arange(3))
     with pytest.raises(ValueError, match=r"do not broadcast"):  # broadcasting would *grow* the tokens
         emb(torch.tensor([[1, 2]]), torch.zeros(3, 2))
+    for bad in (float("nan"), float("inf"), float("-inf")):  # a NaN phase would make every output NaN
+        with pytest.raises(ValueError, match=rf"^positions must be finite real numbers, got {bad}$"):
+            emb(torch.tensor([[1, 2]]), torch.tensor([0.0, bad]))
     for v, d in ((0, 4), (10, 0), (-1, 4)):
         with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive integers, got {v} and {d}$"):
             co.build_embedding(name, v, d)

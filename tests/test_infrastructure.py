@@ -1,5 +1,6 @@
 """Configs, checkpoints, result logs and downloads: bad input is a clear one-line error, nothing is lost."""
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,10 +148,52 @@ def test_check_writable_fails_before_any_work_naming_the_option(tmp_path):
         check_writable(tmp_path, "--out")
     with pytest.raises(PermissionError, match=r"^--run-dir: cannot create directory .*a-file/run for its files"):
         check_writable(blocker / "run", "--run-dir", directory=True)
-    check_writable(tmp_path / "new" / "r.md", "--out")  # creates the directory, writes nothing
+    check_writable(tmp_path / "new" / "r.md", "--out")
     check_writable(tmp_path / "runs" / "a", "--run-dir", directory=True)
-    assert (tmp_path / "new").is_dir() and not (tmp_path / "new" / "r.md").exists()
-    assert (tmp_path / "runs" / "a").is_dir()
+    # creates nothing: a command that fails later for another reason leaves no empty directory behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    atomic_write_text(tmp_path / "new" / "r.md", "x")  # the writer makes the directory
+    assert (tmp_path / "new" / "r.md").read_text() == "x"
+
+
+def test_check_writable_names_a_directory_it_may_not_write(tmp_path, monkeypatch):
+    import complexorder.checkpoint as ck
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(ck.os, "access", lambda p, mode: Path(p) != locked and real_access(p, mode))  # as non-root
+    with pytest.raises(PermissionError, match=rf"^--out: cannot create directory {locked}/sub for {locked}/sub/r.md: "
+                                              rf"directory {locked} is not writable$"):
+        check_writable(locked / "sub" / "r.md", "--out")
+    with pytest.raises(PermissionError, match=rf"^--run-dir: cannot write its files: directory {locked} is not writable$"):
+        check_writable(locked, "--run-dir", directory=True)
+
+
+def test_fetch_refuses_an_unwritable_destination_before_the_network(tmp_path, monkeypatch):
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("the network was touched"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(PermissionError, match=rf"^download destination: cannot create directory {tmp_path}/file/sub "
+                                              rf"for {tmp_path}/file/sub/x.gz: {tmp_path}/file is a file$"):
+        fetch("http://127.0.0.1:9/x.gz", tmp_path / "file" / "sub" / "x.gz")
+
+
+@pytest.mark.parametrize("argv", [["download", "--datasets", "MR"], ["translate", "download"],
+                                  ["lm", "prepare-text8", "--download"]])
+def test_download_commands_name_a_data_dir_that_is_a_file_before_the_network(argv, tmp_path, monkeypatch, capsys):
+    """`download --data-dir FILE` went to the network first and only failed when it came to write."""
+    import urllib.request
+
+    from complexorder.cli import main
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("the network was touched"))
+    (tmp_path / "file").write_text("")
+    assert main(argv + ["--data-dir", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("complexorder: error: --data-dir: cannot create directory ") and err.endswith(
+        f"for its files: {tmp_path / 'file'} is a file"), err
 
 
 def test_fetch_offline_is_a_clear_error(tmp_path):

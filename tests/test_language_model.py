@@ -467,6 +467,14 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert "expected SECTION.KEY=VALUE" in capsys.readouterr().err
     assert main(["lm", "train", "--config", "no_such_config", "--corpus", str(corpus), "--out", "x"]) == 2
     assert "no shipped config of that name" in capsys.readouterr().err
+    # an --out under a file failed at the first checkpoint, after eval_interval steps, naming no option
+    (tmp_path / "file").write_text("")
+    assert main(args + ["--out", str(tmp_path / "file" / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "
+                                               f"{tmp_path / 'file' / 'run'} for its files: {tmp_path / 'file'} is a file")
+    assert main(["lm", "build-corpus", "--source-dir", str(tmp_path), "--out", str(tmp_path / "file" / "c")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "
+                                               f"{tmp_path / 'file' / 'c'} for its files: {tmp_path / 'file'} is a file")
     # corrupted and foreign checkpoints
     (tmp_path / "bad.pt").write_bytes(b"\x00 not a checkpoint")
     save_checkpoint(tmp_path / "clf.pt", "classifier", {}, {})

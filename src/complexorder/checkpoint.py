@@ -25,11 +25,22 @@ CHECKPOINT_FORMAT = "complexorder"
 CHECKPOINT_VERSION = 1
 
 
+def _check_can_make_dir(folder: Path, purpose: str) -> None:
+    """Raise a one-line ``PermissionError`` when ``folder`` could not be created or written; create nothing."""
+    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if blocker is None:
+        return
+    if not blocker.is_dir():
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is a file")
+    if not os.access(blocker, os.W_OK | os.X_OK):
+        if blocker == folder:
+            raise PermissionError(f"cannot write {purpose}: directory {folder} is not writable")
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: directory {blocker} is not writable")
+
+
 def _make_dir(folder: Path, purpose: str) -> None:
     """Create ``folder`` (and its parents) or raise a one-line ``PermissionError`` saying why not."""
-    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is a file")
+    _check_can_make_dir(folder, purpose)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -47,18 +58,20 @@ def _check_writable_dir(path: Path) -> None:
 def check_writable(path: str | Path, option: str, *, directory: bool = False) -> None:
     """Fail at once, before any work, when ``path`` cannot be written; the error names ``option``.
 
-    ``path`` is a file to be written (its directory is created if missing) or, with
-    ``directory=True``, a directory to write files into. Long runs call this first so that an
-    unwritable output is a one-line error, not a result lost after hours of training.
+    ``path`` is a file to be written or, with ``directory=True``, a directory to write files into.
+    Nothing is created: a missing directory is made when the first file is written into it, so a
+    command that fails later for another reason leaves no empty directory behind. Long runs call
+    this first so that an unwritable output is a one-line error, not a result lost after hours of
+    training.
     """
     path = Path(path)
     try:
         if directory:
-            _make_dir(path, "its files")
+            _check_can_make_dir(path, "its files")
         else:
             if path.is_dir():
                 raise PermissionError(f"{path} is a directory, expected a file path")
-            _check_writable_dir(path)
+            _check_can_make_dir(path.parent, str(path))
             if path.exists() and not os.access(path, os.W_OK):
                 raise PermissionError(f"cannot write {path}: the file is not writable")
     except PermissionError as exc:

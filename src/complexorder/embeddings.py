@@ -89,6 +89,9 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             f"positions of shape {tuple(positions.shape)} do not broadcast to tokens of shape "
             f"{tuple(tokens.shape)}; expected a shape such as {tuple(tokens.shape)} or ({tokens.shape[-1]},)"
         )
+    if positions.is_floating_point() and positions.numel() and not bool(torch.isfinite(positions).all()):
+        bad = positions[~torch.isfinite(positions)].flatten()[0].item()
+        raise ValueError(f"positions must be finite real numbers, got {bad}")
     return positions.to(device=tokens.device, dtype=dtype)
 
 

@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ..checkpoint import atomic_write_bytes
+from ..checkpoint import atomic_write_bytes, check_writable
 
 __all__ = ["sha256_of", "fetch"]
 
@@ -31,6 +31,7 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
     dest = Path(dest)
     if dest.is_file() and (sha256 is None or sha256_of(dest) == sha256):
         return dest
+    check_writable(dest, "download destination")  # before the network: a bad path fails offline too
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, tempfile.TemporaryFile() as tmp:
             shutil.copyfileobj(response, tmp)

@@ -116,6 +116,7 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
                      negative=negative, epochs=epochs, seed=seed, workers=workers)
     out = Path(out)
     check_writable(out, "vectors file")
+    out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(fd)
     try:

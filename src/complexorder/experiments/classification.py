@@ -432,6 +432,9 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     if grid.checkpoint_dir:
         check_checkpoint_names(grid, todo)
     if grid.vectors and any(getattr(grid, u.model).pretrained for u in todo) and not Path(grid.vectors).is_file():
+        if Path(grid.vectors).is_dir():
+            raise IsADirectoryError(f"vectors file {grid.vectors} (config `vectors` / --vectors) is a directory; pass "
+                                    "the vectors file itself (word2vec binary or text, or GloVe text)")
         raise FileNotFoundError(f"vectors file {grid.vectors} (config `vectors` / --vectors) does not exist; create one "
                                 "with `complexorder vectors train`, or pass another with --vectors")
     if todo and any(getattr(grid, u.model).pretrained for u in todo) and not grid.vectors:

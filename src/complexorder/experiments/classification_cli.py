@@ -241,7 +241,9 @@ def run_download(args: argparse.Namespace) -> int:
     from ..data.sources import download_dataset
 
     data_dir = resolve_data_dir(args.data_dir)
-    for name in parse_names(args.datasets, DATASETS, "datasets"):
+    names = parse_names(args.datasets, DATASETS, "datasets")
+    check_writable(data_dir, "--data-dir", directory=True)  # before the network
+    for name in names:
         files = download_dataset(name, data_dir, verify=not args.skip_checksum)
         print(f"{name}: {'fetched ' + ', '.join(f.name for f in files) if files else 'already present'}")
     return 0

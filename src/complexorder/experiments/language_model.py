@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, drop_records_after, load_checkpoint, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
 from ..config import config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
@@ -225,6 +225,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
     if last_path.exists() and not resume:
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
+    check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
     corpus = load_corpus(corpus_dir, ("train", "valid"))
     corpus_signature = {"train_chars": corpus["train"].numel(),
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
