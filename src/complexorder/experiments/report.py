@@ -433,7 +433,7 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
-    check_writable(out, "--out")  # after the results are read: a failed report creates no directory
+    check_writable(out, "--out")  # creates nothing: the directory is made when the table is written
     if figure:
         check_writable(figure, "--figure")
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
