@@ -415,6 +415,16 @@ def test_extends_errors_name_the_file_and_what_to_do(tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"^config {tmp_path} is a directory; give a TOML file path or one of "
                                                 r"the built-in ablation configs: table4$"):
         find_config(tmp_path, "ablation")  # was "not found"
+    (tmp_path / "confdir").mkdir()
+    into_dir = tmp_path / "d.toml"
+    into_dir.write_text(f'extends = "{tmp_path / "confdir"}"\nresults = "r.jsonl"\n')
+    with pytest.raises(IsADirectoryError, match=rf"^config file {into_dir}: extends '{tmp_path / 'confdir'}', which is "
+                                                r"a directory, expected a TOML file or a built-in config name$"):
+        read_extended_toml(into_dir, "ablation")
+    from complexorder.config import read_toml
+
+    with pytest.raises(IsADirectoryError, match=rf"^config file {tmp_path} is a directory, expected a TOML file$"):
+        read_toml(tmp_path)  # lm train --config DIR said "does not exist"
     # classify and ablate run the same grid: each extends the other's built-ins
     across = tmp_path / "across.toml"
     across.write_text('extends = "table4"\nresults = "r.jsonl"\n')

@@ -328,6 +328,10 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
     for bad in (float("nan"), float("inf"), float("-inf")):  # a NaN phase would make every output NaN
         with pytest.raises(ValueError, match=rf"^positions must be finite real numbers, got {bad}$"):
             emb(torch.tensor([[1, 2]]), torch.tensor([0.0, bad]))
+    if name != "pe":  # a finite float64 position beyond float32's range (pe takes integer positions only)
+        with pytest.raises(ValueError, match=r"^positions must be finite real numbers, got 1e\+300 \(not finite in "
+                                             r"torch.float32\)$"):
+            emb(torch.tensor([[1, 2]]), torch.tensor([0.0, 1e300], dtype=torch.float64))
     for v, d in ((0, 4), (10, 0), (-1, 4)):
         with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive integers, got {v} and {d}$"):
             co.build_embedding(name, v, d)

@@ -193,7 +193,28 @@ def test_download_commands_name_a_data_dir_that_is_a_file_before_the_network(arg
     assert main(argv + ["--data-dir", str(tmp_path / "file")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("complexorder: error: --data-dir: cannot create directory ") and err.endswith(
-        f"for its files: {tmp_path / 'file'} is a file"), err
+        f": {tmp_path / 'file'} is a file"), err
+
+
+@pytest.mark.parametrize("argv", [["download", "--datasets", "MR"], ["translate", "download"]])
+def test_download_commands_need_no_write_access_when_the_data_is_present(argv, shared_data, monkeypatch, capsys):
+    """A read-only data directory that holds every file (../shared/data is one) is not an error."""
+    import urllib.request
+
+    import complexorder.checkpoint as ck
+    from complexorder.cli import main
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("the network was touched"))
+    monkeypatch.setattr(ck.os, "access", lambda p, mode: False)  # nothing writable, as for a non-root user
+    assert main(argv + ["--data-dir", str(shared_data)]) == 0
+    assert "already present" in capsys.readouterr().out or argv[0] == "translate"
+
+
+def test_a_broken_symbolic_link_on_an_output_path_is_named_before_any_work(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    with pytest.raises(PermissionError, match=rf"^--out: cannot create directory {tmp_path}/link/sub for "
+                                              rf"{tmp_path}/link/sub/t.md: {tmp_path}/link is a broken symbolic link$"):
+        check_writable(tmp_path / "link" / "sub" / "t.md", "--out")
 
 
 def test_fetch_offline_is_a_clear_error(tmp_path):

@@ -475,6 +475,12 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert main(["lm", "build-corpus", "--source-dir", str(tmp_path), "--out", str(tmp_path / "file" / "c")]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "
                                                f"{tmp_path / 'file' / 'c'} for its files: {tmp_path / 'file'} is a file")
+    # prepare-text8 checks its output before reading 100M characters; the default lies in --data-dir
+    for extra, option, out in ((["--out", str(tmp_path / "file" / "t8")], "--out", tmp_path / "file" / "t8"),
+                               (["--data-dir", str(tmp_path / "file")], "--data-dir", tmp_path / "file" / "text8")):
+        assert main(["lm", "prepare-text8", "--source", str(tmp_path / "no-text8.zip"), *extra]) == 2
+        assert capsys.readouterr().err.strip() == (f"complexorder: error: {option}: cannot create directory {out} for "
+                                                   f"its files: {tmp_path / 'file'} is a file")
     # corrupted and foreign checkpoints
     (tmp_path / "bad.pt").write_bytes(b"\x00 not a checkpoint")
     save_checkpoint(tmp_path / "clf.pt", "classifier", {}, {})

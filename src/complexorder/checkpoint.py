@@ -27,11 +27,12 @@ CHECKPOINT_VERSION = 1
 
 def _check_can_make_dir(folder: Path, purpose: str) -> None:
     """Raise a one-line ``PermissionError`` when ``folder`` could not be created or written; create nothing."""
-    blocker = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    blocker = next((p for p in (folder, *folder.parents) if os.path.lexists(p)), None)  # a broken link too
     if blocker is None:
         return
     if not blocker.is_dir():
-        raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is a file")
+        kind = "a broken symbolic link" if not blocker.exists() else "a file"
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is {kind}")
     if not os.access(blocker, os.W_OK | os.X_OK):
         if blocker == folder:
             raise PermissionError(f"cannot write {purpose}: directory {folder} is not writable")

@@ -31,6 +31,8 @@ T = TypeVar("T")
 def read_toml(path: str | Path) -> dict:
     """Parse a TOML file; a missing or malformed file is a one-line error naming it."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"config file {path} is a directory, expected a TOML file")
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist")
     try:
@@ -253,6 +255,9 @@ def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()
         raise ValueError(f"config file {path} extends {base_name!r} but gives no results file of its own; "
                          f"add e.g. results = \"runs/{path.stem}.jsonl\" (results are not inherited)")
     relative = path.parent / base_name
+    if relative.is_dir():
+        raise IsADirectoryError(f"config file {path}: extends {base_name!r}, which is a directory, expected a TOML "
+                                "file or a built-in config name")
     base_path = relative if relative.is_file() else _find_base(base_name, task)
     chain = (*_chain, str(path.resolve()))
     if str(base_path.resolve()) in chain:

@@ -89,10 +89,15 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             f"positions of shape {tuple(positions.shape)} do not broadcast to tokens of shape "
             f"{tuple(tokens.shape)}; expected a shape such as {tuple(tokens.shape)} or ({tokens.shape[-1]},)"
         )
-    if positions.is_floating_point() and positions.numel() and not bool(torch.isfinite(positions).all()):
-        bad = positions[~torch.isfinite(positions)].flatten()[0].item()
-        raise ValueError(f"positions must be finite real numbers, got {bad}")
-    return positions.to(device=tokens.device, dtype=dtype)
+    out = positions.to(device=tokens.device, dtype=dtype)
+    # checked after the cast: a finite float64 (or a large integer in half precision) may become inf
+    if (positions.is_floating_point() or out.dtype in (torch.float16, torch.bfloat16)) and out.numel():
+        finite = torch.isfinite(out)
+        if not bool(finite.all()):
+            bad = positions.to(out.device)[~finite].flatten()[0].item()
+            raise ValueError(f"positions must be finite real numbers, got {bad}"
+                             + (f" (not finite in {dtype})" if math.isfinite(bad) else ""))
+    return out
 
 
 def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:

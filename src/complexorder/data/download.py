@@ -22,16 +22,19 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float = 60.0) -> Path:
+def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float = 60.0,
+          what: str = "download destination") -> Path:
     """Download ``url`` to ``dest`` (atomically) and check its SHA-256.
 
-    An existing ``dest`` with the right checksum is kept. Offline or unreachable hosts give a
-    one-line :class:`ConnectionError` naming the URL; a checksum mismatch a :class:`ValueError`.
+    An existing ``dest`` with the right checksum is kept. A ``dest`` that cannot be written is a
+    one-line :class:`PermissionError` starting with ``what`` (the option that named it), raised
+    before the network is touched. Offline or unreachable hosts give a one-line
+    :class:`ConnectionError` naming the URL; a checksum mismatch a :class:`ValueError`.
     """
     dest = Path(dest)
     if dest.is_file() and (sha256 is None or sha256_of(dest) == sha256):
         return dest
-    check_writable(dest, "download destination")  # before the network: a bad path fails offline too
+    check_writable(dest, what)  # before the network: a bad path fails offline too
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, tempfile.TemporaryFile() as tmp:
             shutil.copyfileobj(response, tmp)

@@ -13,7 +13,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checkpoint import atomic_write_bytes
+from ..checkpoint import atomic_write_bytes, check_writable
 from .classification import DATASETS
 from .download import fetch, sha256_of
 
@@ -81,9 +81,10 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
                    if not ((folder / t).is_file() and sha256_of(folder / t) == spec.sha256.get(t))}
         if not targets:
             continue
+        check_writable(folder, "--data-dir", directory=True)  # before the network; only when a file is missing
         log(f"downloading {source.url}")
         archive = cache / Path(source.url).name
-        blob = fetch(source.url, archive).read_bytes()
+        blob = fetch(source.url, archive, what="--data-dir").read_bytes()
         for target, member in targets.items():
             try:
                 data = _extract(blob, source, member)

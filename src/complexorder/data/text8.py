@@ -186,7 +186,7 @@ def download_text8(data_dir: str | Path, sha256: str | None = TEXT8_ZIP_SHA256) 
     nothing is kept. :func:`prepare_text8` then checks the content.
     """
     dest = Path(data_dir) / "text8.zip"
-    fetch(TEXT8_URL, dest, sha256=sha256)
+    fetch(TEXT8_URL, dest, sha256=sha256, what="--data-dir")
     size = dest.stat().st_size
     if size != TEXT8_ZIP_BYTES:
         dest.unlink()

@@ -127,7 +127,7 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
 def run_build_corpus(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     out = Path(args.out) if args.out else data_dir / "text8-proxy"
-    check_writable(out, "--out", directory=True)  # before the sources are read
+    check_writable(out, "--out" if args.out else "--data-dir", directory=True)  # before the sources are read
     manifest = build_proxy_corpus(args.source_dir or data_dir, out, seed=args.seed)
     sizes = ", ".join(f"{s} {v['characters']:,}" for s, v in manifest["splits"].items())
     dropped = sum(s["duplicates"] for s in manifest["sources"])
@@ -140,9 +140,8 @@ def run_build_corpus(args: argparse.Namespace) -> int:
 def run_prepare_text8(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     out = Path(args.out) if args.out else data_dir / "text8"
-    if args.download:
-        check_writable(data_dir, "--data-dir", directory=True)  # before the network
-    check_writable(out, "--out", directory=True)  # before the download and the 100M characters are read
+    # before the download and the 100M characters are read
+    check_writable(out, "--out" if args.out else "--data-dir", directory=True)
     if args.download:
         expected = None if args.skip_checksum else (args.sha256 or TEXT8_ZIP_SHA256)
         source = download_text8(data_dir, sha256=expected)

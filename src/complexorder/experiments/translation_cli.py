@@ -103,9 +103,8 @@ def run(args: argparse.Namespace) -> int:
     progress = not getattr(args, "no_progress", False)
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     if args.action == "download":
-        from ..data.multi30k import download_multi30k, multi30k_dir
+        from ..data.multi30k import download_multi30k
 
-        check_writable(multi30k_dir(args.data_dir), "--data-dir", directory=True)  # before the network
         print(f"Multi30k is in {download_multi30k(args.data_dir)}")
         return 0
     for option in ("output", "hypotheses", "results"):  # before any work: an unwritable output is a one-line error
