@@ -191,11 +191,10 @@ def find_config(name_or_path: str | Path, task: str) -> Path:
     builtin = _builtin(name_or_path, task)
     if builtin is not None:
         return builtin
+    wanted = f"give a TOML file path or one of the built-in {task} configs: {', '.join(builtin_configs(task)) or '(none)'}"
     if path.is_dir():
-        raise IsADirectoryError(f"config {name_or_path} is a directory; give a TOML file path or one of the built-in "
-                                f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")
-    raise FileNotFoundError(f"config {name_or_path} not found: give a TOML file path or one of the built-in "
-                            f"{task} configs: {', '.join(builtin_configs(task)) or '(none)'}")
+        raise IsADirectoryError(f"config {name_or_path} is a directory; {wanted}")
+    raise FileNotFoundError(f"config {name_or_path} not found: {wanted}")
 
 
 def _builtin(name: str | Path, task: str) -> Path | None:
