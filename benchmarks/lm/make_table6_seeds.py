@@ -44,6 +44,15 @@ def label_of(embedding: str, config: dict) -> str:
     return ", ".join(parts)
 
 
+def portable(path: Path) -> str:
+    """``path`` relative to the current directory when it lies inside it (runs named by an absolute path, from
+    a worktree, say), so that the committed records name no machine's folders."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def collect(runs: Path) -> dict[tuple[str, int], dict]:
     """(label, seed) -> the run's last evaluation and training summary."""
     out = {}
@@ -58,7 +67,7 @@ def collect(runs: Path) -> dict[tuple[str, int], dict]:
         label, seed = label_of(ev["embedding"], ev["config"]), ev["config"]["train"]["seed"]
         out[(label, seed)] = {
             "label": label, "seed": seed, "embedding": ev["embedding"],
-            "run": str(run), "valid_bpc": ev["valid_bpc"], "test_bpc": ev["test_bpc"], "parameters": ev["parameters"],
+            "run": portable(run), "valid_bpc": ev["valid_bpc"], "test_bpc": ev["test_bpc"], "parameters": ev["parameters"],
             "step": ev["step"], "config": ev["config"], "eval": ev["eval"],
             "train_minutes": valid[-1]["train_seconds"] / 60 if valid else None,
             "chars_per_second": sum(r["chars_per_second"] for r in steps) / len(steps) if steps else None,
