@@ -17,7 +17,8 @@
 # BASE=0 skips the three Table 6 variants (for adding an ablation to seeds whose records are committed).
 # ONLY="V1 V2 ..." trains exactly the named variants (run-directory names without -sS: vanilla, complex-vanilla,
 # complex-order, complex-order-word, pe-word, ...), one lane per variant over the seeds, and ignores the
-# switches above. Every complex-order variant starts its frequencies at 0 (model.frequency_init=zeros).
+# switches above. Every complex-order variant starts its frequencies at 0 (model.frequency_init=zeros), except that a
+# name ending in -sinusoidal (complex-order-word-sinusoidal, say) starts them at the sinusoids of paper Eq. 7.
 #
 # Usage (from the repository root):
 #   [BASE=0] [ONLY=...] [FREQ_LR=0.1] [COMPLEX_NETWORK=1] [WORD_POSITIONS=1] [PE_WORD=1] [TPE_WORD=1] benchmarks/lm/run_table6_seeds.sh [SHARED_DATA_DIR] [RUN_DIR] [SEEDS]
@@ -42,8 +43,10 @@ mkdir -p "$RUNS"
 
 train() {  # variant seed [extra arguments]; variant complex-order-flrX is complex-order with frequency lr xX
   local v=$1 s=$2; shift 2
-  local run=$RUNS/$v-s$s embedding=$v
-  if [[ $v == complex-order* ]]; then set -- "$@" --set model.frequency_init=zeros; fi
+  local run=$RUNS/$v-s$s
+  if [[ $v == complex-order*-sinusoidal ]]; then v=${v%-sinusoidal}; set -- "$@" --set model.frequency_init=sinusoidal
+  elif [[ $v == complex-order* ]]; then set -- "$@" --set model.frequency_init=zeros; fi
+  local embedding=$v
   if [[ $v == complex-order-flr* ]]; then embedding=complex-order; set -- "$@" --set "train.frequency_lr_scale=${v#complex-order-flr}"; fi
   if [[ $v == *-cnet ]]; then embedding=${v%-cnet}; set -- "$@" --set model.network=complex; fi
   if [[ $v == complex-order-word ]]; then embedding=complex-order; set -- "$@" --set model.position_mode=word; fi
