@@ -182,6 +182,12 @@ def main() -> None:
         if v.startswith("vanilla + sinusoids"):  # the parameter-free control: same positions, fixed code
             refs[1:] = [v.replace("vanilla + sinusoids", "complex-order", 1),
                         v.replace("vanilla + sinusoids", "vanilla + learned positions", 1)]
+        if v.startswith("complex-order") and v.endswith(" frequency start"):  # another start: its base row, controls
+            base = v.rsplit(", ", 1)[0]
+            refs = ["vanilla", base]
+            if "word positions" in base:
+                refs += ["complex-vanilla", base.replace("complex-order", "vanilla + sinusoids", 1),
+                         base.replace("complex-order", "vanilla + learned positions", 1)]
         if not refs:
             lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — | — |")
         for i, ref in enumerate(refs):
@@ -195,7 +201,7 @@ def main() -> None:
               "#   complex network rows: also --set model.network=complex; frequency lr x0.1 rows: complex-order with "
               "also --set train.frequency_lr_scale=0.1; word positions rows: complex-order with also "
               "--set model.position_mode=word (vanilla + learned positions: --embedding pe with it; vanilla + sinusoids: "
-              "--embedding tpe with it)",
+              "--embedding tpe with it); sinusoidal frequency start rows: --set model.frequency_init=sinusoidal instead of zeros",
               f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {args.runs}/v-ss/best.pt --corpus {args.runs}/corpus "
               f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {args.runs}/eval_train_lengths.jsonl",
               f"python benchmarks/lm/make_table6_seeds.py --runs {args.runs} --records {records_path.as_posix()} --out {args.out}"
