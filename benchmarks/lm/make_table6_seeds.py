@@ -36,8 +36,9 @@ def label_of(embedding: str, config: dict) -> str:
         parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
     if embedding in ("complex-order", "pe", "tpe") and config["model"].get("position_mode") == "word":
         parts.append("word positions")
-    if embedding == "complex-order" and config["model"].get("frequency_init", "sinusoidal") != "zeros":
-        parts.append(f"{config['model'].get('frequency_init', 'sinusoidal')} frequency start")  # Table 6 starts at 0
+    start = config["model"].get("frequency_init", "sinusoidal")
+    if embedding == "complex-order" and start != "zeros":  # Table 6's complex-order rows start at 0
+        parts.append(f"{start} frequency start")
     if config["model"].get("position_scale") is not None:  # "tpe" with a scale other than the default
         parts.append(f"position scale {config['model']['position_scale']:g}")
     scale = config["train"].get("frequency_lr_scale", 1.0)
