@@ -657,6 +657,8 @@ def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_th
                           ("0,2,0", "--folds: 0 given more than once in '0,2,0'")):
         assert main(["classify", "--datasets", "CR", "--folds", text, "--dry-run"]) == 2
         assert capsys.readouterr().err == f"complexorder: error: {message}\n"
+    assert main(["classify", "--datasets", "TREC", "--seeds=-1", "--dry-run"]) == 2
+    assert capsys.readouterr().err == "complexorder: error: --seeds: seed -1 is negative (seeds are integers >= 0)\n"
     assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
                  "--dry-run"]) == 0
     out = capsys.readouterr()

@@ -261,6 +261,9 @@ def split_ids(name: str, folds: list[int], seeds: list[int]) -> list[str]:
         if bad:
             raise ValueError(f"--folds: fold {bad[0]} is outside 0..{NUM_FOLDS - 1}")
         return [f"fold-{f}" for f in folds]
+    bad = [s for s in seeds if s < 0]
+    if bad:
+        raise ValueError(f"--seeds: seed {bad[0]} is negative (seeds are integers >= 0)")
     return [f"seed-{s}" for s in seeds]
 
 
