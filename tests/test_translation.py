@@ -12,6 +12,7 @@ import torch
 
 from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
+from complexorder.experiments.training import count_parameters
 from complexorder.data.multi30k import (EOS, PAD, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
 from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, evaluate_split,
@@ -510,6 +511,28 @@ def test_frequency_sharing_gives_the_paper_period_sharing_tables_and_only_for_co
         tiny("complex-vanilla", frequency_sharing="word")
 
 
+@pytest.mark.parametrize("network", ["complex", "real"])
+def test_initial_phase_adds_theta_to_complex_order_and_keeps_the_decoder_causal_and_incremental(network):
+    model = tiny("complex-order", initial_phase=True, network=network)
+    plain = tiny("complex-order", network=network)
+    emb = model.src_embedding
+    assert emb.initial_phase.shape == (V, 16) and plain.src_embedding.initial_phase is None
+    assert count_parameters(model) - count_parameters(plain) == V * 16
+    # f(j, pos) = r_j exp(i (omega_j pos + theta_j)), written out by hand (Eq. 5), times sqrt(d_model)
+    tokens = torch.tensor([[5, 9, 11]])
+    r, w, th = emb.amplitude[tokens[0]], emb.frequency[tokens[0]], emb.initial_phase[tokens[0]]
+    pos = torch.arange(3.0)[:, None]
+    by_hand = 4.0 * r * torch.exp(1j * (w * pos + th))
+    got = model._embed(emb, tokens)[0]
+    if network == "real":
+        by_hand = torch.cat([by_hand.real, by_hand.imag], -1)
+    assert torch.allclose(got, by_hand, atol=1e-5)
+    assert_causal_and_incremental(model)
+    with pytest.raises(ValueError, match=r"^model.initial_phase applies to the complex-order variant only "
+                                         r"\(complex-vanilla always has a phase per word\); got variant 'complex-vanilla'$"):
+        tiny("complex-vanilla", initial_phase=True)
+
+
 @pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
 def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
     model = tiny(variant, attention_score="real")
@@ -585,7 +608,7 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, t
     ck = torch.load(old / "last.pt", weights_only=True)
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=ck["progress"]["step"]))
     for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score"),
-                         ("model", "network")):
+                         ("model", "network"), ("model", "initial_phase")):
         del ck["config"][section][key]
     torch.save(ck, old / "last.pt")
     again = train_translation(config, old, toy_data, progress=False, log=lambda m: None)

@@ -67,6 +67,9 @@ class Seq2SeqConfig:
             ``sqrt(d_model)``; otherwise ``N(0, 1)`` and unscaled.
         frequency_init: initial frequencies of ``"complex-order"`` (see
             :class:`~complexorder.embeddings.ComplexOrderEmbedding`).
+        initial_phase: give ``"complex-order"`` a learned initial phase ``theta_j`` per word and
+            dimension (``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}``, paper Eq. 5; ``V * D`` more
+            parameters). Off by default: the paper's translation model has none.
         frequency_sharing: ``None`` (a frequency per word and dimension, the paper's MT setting),
             ``"word"`` (one frequency per dimension shared by all words: ``D`` parameters) or
             ``"dimension"`` (one per word) -- the paper's Table 4 period-sharing schemes.
@@ -97,6 +100,7 @@ class Seq2SeqConfig:
     scale_embedding: bool = True
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"
     frequency_sharing: Literal["word", "dimension"] | None = None
+    initial_phase: bool = False
     share_weights: bool = False
     attention_score: Literal["modulus", "real"] = "modulus"
     network: Literal["complex", "real"] | None = None
@@ -206,7 +210,11 @@ class TransformerSeq2Seq(nn.Module):
         if config.frequency_sharing is not None and config.variant != "complex-order":
             raise ValueError(f"model.frequency_sharing applies to the complex-order variant only; "
                              f"got variant {config.variant!r}")
-        options = ({"frequency_init": config.frequency_init, "frequency_sharing": config.frequency_sharing}
+        if config.initial_phase and config.variant != "complex-order":
+            raise ValueError(f"model.initial_phase applies to the complex-order variant only "
+                             f"(complex-vanilla always has a phase per word); got variant {config.variant!r}")
+        options = ({"frequency_init": config.frequency_init, "frequency_sharing": config.frequency_sharing,
+                    "initial_phase": config.initial_phase}
                    if config.variant == "complex-order" else {})
         name = _EMBEDDING_OF[config.variant]
         self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
