@@ -12,9 +12,9 @@ import torch
 
 from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
-from complexorder.experiments.training import count_parameters
 from complexorder.data.multi30k import (EOS, PAD, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
+from complexorder.experiments.training import count_parameters
 from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, evaluate_split,
                                                   greedy_search, inverse_sqrt_lr, load_translator, make_batches,
                                                   packaged_configs, resolve_config, train_translation)
