@@ -523,6 +523,20 @@ def test_shipped_configs_load():
     assert (paper.model.n_layer, paper.model.d_model, paper.train.tgt_len, paper.eval.mem_len) == (6, 512, 512, 2100)
 
 
+def test_an_lm_config_that_extends_a_shipped_one_changes_only_what_it_gives(tmp_path):
+    from complexorder.config import config_to_dict
+
+    base = config_to_dict(load_lm_config("proxy_cpu"))
+    path = tmp_path / "long.toml"
+    path.write_text('extends = "proxy_cpu"\n[train]\ntgt_len = 128\n')
+    got = config_to_dict(load_lm_config(str(path), ["model.embedding=complex-order"]))
+    assert got == {**base, "model": {**base["model"], "embedding": "complex-order"},
+                   "train": {**base["train"], "tgt_len": 128}}
+    path.write_text(f'extends = "{path.name}"\n')
+    with pytest.raises(ValueError, match=r"^config file .*long.toml: extends 'long.toml' makes a cycle "):
+        load_lm_config(str(path))
+
+
 def test_word_positions_count_letters_from_the_last_space_across_segments():
     model = tiny("complex-order", mem_len=40, position_mode="word")
     # "ab cde fg" then "hi jk": space = 0; a stream starts as if after a space

@@ -12,6 +12,7 @@ import torch
 
 from complexorder.checkpoint import save_checkpoint
 from complexorder.cli import main
+from complexorder.config import config_to_dict
 from complexorder.data.multi30k import (EOS, PAD, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
 from complexorder.experiments.training import count_parameters
@@ -263,6 +264,48 @@ def test_packaged_configs_load_and_cpu_variants_share_budget_and_parameter_count
         resolve_config("cpu-vanilla", {"train.warmup": 3})
     with pytest.raises(FileNotFoundError, match="neither a file nor a packaged config"):
         resolve_config("gpu-huge")
+
+
+def test_a_translation_config_that_extends_a_packaged_one_inherits_everything_it_does_not_set(tmp_path):
+    """extends = "cpu-complex-order": tables merge key by key, so only the keys the file gives change; its name is
+    its own (not inherited); --set overrides still apply on top; a base that does not exist names the built-ins."""
+    base = config_to_dict(resolve_config("cpu-complex-order"))
+    path = tmp_path / "theta.toml"
+    path.write_text('extends = "cpu-complex-order"\nname = "theta"\n[model]\ninitial_phase = true\n'
+                    '[train]\nlr = 5e-4\n')
+    got = config_to_dict(resolve_config(str(path)))
+    expected = {**base, "name": "theta", "model": {**base["model"], "initial_phase": True},
+                "train": {**base["train"], "lr": 5e-4}}
+    assert got == expected
+    assert resolve_config(str(path), {"model.d_model": 64}).model.d_model == 64
+    path.write_text('extends = "cpu-complex-order"\n')
+    assert resolve_config(str(path)).name == "translation"  # the dataclass default: a name is never inherited
+    path.write_text('extends = "gpu-huge"\n')
+    with pytest.raises(FileNotFoundError, match=r"^config gpu-huge not found: .*cpu-complex-order \(translation\)"):
+        resolve_config(str(path))
+
+
+def test_every_translation_explore_config_is_one_or_two_settings_away_from_cpu_complex_order():
+    """The explore configs of benchmarks/translation/explore extend cpu-complex-order instead of copying it: each
+    resolves, differs from it in the keys its file lists and nowhere else, and keeps its budget."""
+    import tomllib
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks" / "translation" / "explore"
+    files = sorted(folder.glob("*.toml"))
+    if not files:
+        pytest.skip("no benchmarks/ folder beside the tests (an installed package)")
+    base = config_to_dict(resolve_config("cpu-complex-order"))
+    for file in files:
+        raw = tomllib.loads(file.read_text())
+        assert raw.pop("extends") == "cpu-complex-order", file.name
+        got = config_to_dict(resolve_config(str(file)))
+        assert got["name"] == raw.pop("name") == file.stem
+        for section in ("model", "data", "train", "decode"):
+            given = raw.pop(section, {})
+            assert got[section] == {**base[section], **given}, (file.name, section)
+            assert all(base[section][key] != value for key, value in given.items()), (file.name, section)
+        assert not raw, (file.name, raw)
+        assert got["train"]["max_steps"] == base["train"]["max_steps"]
 
 
 # ---------------------------------------------------------------------------------------- end to end

@@ -233,15 +233,15 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()) -> dict:
-    """A grid config's TOML with ``extends = "BASE"`` resolved.
+    """A config's TOML with ``extends = "BASE"`` resolved (every task: grids, translation, lm).
 
     ``BASE`` is a file path relative to the extending file, or a built-in config name of ``task``
-    (``extends = "table4"``). The base is read first (it may extend another), then the file's own
-    keys are laid over it: tables (``[transformer]``) merge key by key, lists (``variants``,
-    ``seeds``) and values replace. ``name``, ``results`` and ``checkpoint_dir`` are not inherited,
-    and an extending file must give its own ``results``, so that its units never land in the base's
-    results file. Unit config hashes depend on the resolved settings only, so a unit of an extending
-    file pairs with the same unit of its base.
+    (``extends = "table4"``, ``extends = "cpu-complex-order"``). The base is read first (it may extend
+    another), then the file's own keys are laid over it: tables (``[transformer]``, ``[model]``) merge
+    key by key, lists (``variants``, ``seeds``) and values replace. ``name``, ``results`` and
+    ``checkpoint_dir`` are not inherited. A grid file that extends must give its own ``results``, so
+    that its units never land in the base's results file. Unit config hashes depend on the resolved
+    settings only, so a unit of an extending file pairs with the same unit of its base.
     """
     path = Path(path)
     data = read_toml(path)
@@ -250,7 +250,7 @@ def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()
         return data
     if not isinstance(base_name, str) or not base_name:
         raise ValueError(f"config file {path}: extends must be a config name or a path, got {base_name!r}")
-    if "results" not in data:
+    if task in GRID_TASKS and "results" not in data:
         raise ValueError(f"config file {path} extends {base_name!r} but gives no results file of its own; "
                          f"add e.g. results = \"runs/{path.stem}.jsonl\" (results are not inherited)")
     relative = path.parent / base_name

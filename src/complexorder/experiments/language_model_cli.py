@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import check_writable
-from ..config import config_from_dict, merge_overrides, read_toml
+from ..config import config_from_dict, merge_overrides, read_extended_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -119,7 +119,7 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
             raise ValueError(f"--config {source!r}: no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    data = merge_overrides(read_toml(path), dict(_parse_override(item) for item in overrides), LMConfig)
+    data = merge_overrides(read_extended_toml(path, "lm"), dict(_parse_override(item) for item in overrides), LMConfig)
     data = merge_overrides(data, {k: v for k, v in direct.items() if v is not None}, LMConfig, "option")
     return config_from_dict(data, LMConfig, where=str(path))
 

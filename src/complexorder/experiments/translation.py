@@ -27,7 +27,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import config_from_dict, config_to_dict, load_config, merge_overrides, read_toml
+from ..config import config_from_dict, config_to_dict, merge_overrides, read_extended_toml
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -123,10 +123,10 @@ def resolve_config(name_or_path: str, overrides: dict | None = None) -> Translat
             raise FileNotFoundError(f"--config: {name_or_path!r} is neither a file nor a packaged config; "
                                     f"packaged: {', '.join(packaged_configs())}")
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
-    if not overrides:
-        return load_config(path, TranslationConfig)
-    return config_from_dict(merge_overrides(read_toml(path), overrides, TranslationConfig), TranslationConfig,
-                            where=str(path))
+    data = read_extended_toml(path, "translation")
+    if overrides:
+        data = merge_overrides(data, overrides, TranslationConfig)
+    return config_from_dict(data, TranslationConfig, where=str(path))
 
 
 # --------------------------------------------------------------------------------------
