@@ -138,7 +138,7 @@ def phase_table(args, root: Path) -> None:
         log0 = json.loads((root / variant / "log.jsonl").read_text().splitlines()[0])
         facts[variant] = {"arch": f"{m['num_encoder_layers']} + {m['num_decoder_layers']} layers, {m['nhead']} heads, "
                                   f"width {m['d_model']}, feed-forward {m['dim_feedforward']}"
-                                  + (f", {m['network']} network" if m.get("network", "auto") != "auto" else ""),
+                                  + (f", {m['network']} network" if m.get("network") not in (None, "auto") else ""),
                           "steps": prog["step"],
                           "parameters": last["parameters"],
                           "epochs_text": f"{prog['step'] / log0['step']:.3g}",
