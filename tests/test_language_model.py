@@ -403,10 +403,18 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     train_language_model(cfg, corpus, tmp_path / "b", stop_after=5, progress=False)
     with pytest.raises(ValueError, match="last.pt exists: pass --resume"):
         train_language_model(cfg, corpus, tmp_path / "b", progress=False)
-    train_language_model(cfg, corpus, tmp_path / "b", resume=True, progress=False, log=lambda *_: None)
+    # resumed with other log and checkpoint intervals (bookkeeping only): still the straight run's weights
+    bookkeeping = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "log_interval": 3,
+                                                          "checkpoint_interval": 6}}, LMConfig)
+    train_language_model(bookkeeping, corpus, tmp_path / "b", resume=True, progress=False, log=lambda *_: None)
     a = torch.load(tmp_path / "a" / "last.pt", weights_only=True)["model_state"]
     b = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model_state"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # --resume where no run was started yet says that it starts one
+    messages = []
+    train_language_model(cfg, corpus, tmp_path / "fresh", resume=True, stop_after=1, progress=False,
+                         log=messages.append)
+    assert f"note: --resume given but {tmp_path / 'fresh' / 'last.pt'} does not exist; starting a new run" in messages
     # a crash after the step-8 checkpoint, once steps 9-12 were logged: the resumed run drops and rewrites them
     train_language_model(cfg, corpus, tmp_path / "c", stop_after=8, progress=False)
     at_8 = (tmp_path / "c" / "last.pt").read_bytes()
@@ -494,7 +502,20 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert "mem_len must be >= 0, got -3" in capsys.readouterr().err
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--tgt-len", "0"]) == 2
-    assert "tgt_len and batch_size must be positive, got 0 and 4" in capsys.readouterr().err
+    assert "evaluation tgt_len (--tgt-len) must be a positive integer, got 0" in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--batch-size", "0"]) == 2
+    assert "evaluation batch_size (--batch-size) must be a positive integer, got 0" in capsys.readouterr().err
+    # a checkpoint of the right kind that lacks its config or weights names the entry, in one short line
+    for entry in ("config", "model_state"):
+        saved = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
+        saved[entry] = {}
+        torch.save(saved, tmp_path / "lacking.pt")
+        assert main(["lm", "eval", "--checkpoint", str(tmp_path / "lacking.pt"), "--corpus", str(corpus)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"complexorder: error: checkpoint {tmp_path / 'lacking.pt'} lacks its {entry!r} entry (written by "
+            f"`complexorder lm train`, it holds the model's config and weights); it is not a usable language-model "
+            f"checkpoint")
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--splits", "dev"]) == 2
     assert "--splits: unknown split 'dev'" in capsys.readouterr().err

@@ -385,6 +385,18 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(tmp_path / "in.en"),
                  "--output", str(tmp_path / "out.de"), "--beam-size", "2"]) == 0
     assert (tmp_path / "out.de").read_text(encoding="utf-8") == "zwei sechs\n\nvier vier eins\n"
+    capsys.readouterr()
+    assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --input {tmp_path} is a directory; expected a "
+                                               f"text file with one sentence per line, or - for standard input")
+    lacking = torch.load(run_dir / "last.pt", weights_only=True)
+    del lacking["tokenizer"]
+    torch.save(lacking, tmp_path / "lacking.pt")
+    assert main(["translate", "run", "--checkpoint", str(tmp_path / "lacking.pt")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: checkpoint {tmp_path / 'lacking.pt'} lacks its 'tokenizer' entry (`complexorder "
+        f"translate train` writes config, tokenizer, vocab_size and model_state); it is not a usable translation "
+        f"checkpoint")
     # a sentence longer than the training limit (data.max_tokens = 12) is translated in full
     seen = []
     model.src_embedding.register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0].shape[-1]))
@@ -464,6 +476,28 @@ def test_an_epoch_resumed_midway_logs_the_loss_of_all_its_batches(toy_data, tmp_
     (tmp_path / "resumed" / "last.pt").write_bytes(at_10)
     train_translation(budget(14), tmp_path / "resumed", toy_data, progress=False, log=lambda m: None)
     assert [r["step"] for r in read_jsonl(tmp_path / "resumed" / "log.jsonl")] == [4, 10, 12, 14]
+
+
+def test_a_resume_on_other_training_data_is_refused_and_names_both(toy_data, tmp_path):
+    import shutil
+
+    config = toy_config("vanilla")
+    config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=4))
+    train_translation(config, tmp_path / "run", toy_data, progress=False, log=lambda m: None)
+    saved = torch.load(tmp_path / "run" / "last.pt", weights_only=True)["train_data"]
+    pairs = (toy_data / "translation/multi30k/train.en").read_text().count("\n")
+    assert saved["pairs"] == pairs and len(saved["sha256"]) == 64
+    other = tmp_path / "other"
+    shutil.copytree(toy_data, other)
+    de = other / "translation/multi30k/train.de"
+    de.write_text(de.read_text().replace("eins", "sieben", 1))  # one word of one line changed
+    longer = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=6))
+    with pytest.raises(ValueError, match=rf"cannot resume .*last.pt: it was trained on other training data "
+                                         rf"\({pairs} pairs, sha256 {saved['sha256'][:12]}…; .*train.en and .*train.de "
+                                         rf"now give {pairs} pairs, [0-9a-f]{{12}}…\); use the original files"):
+        train_translation(longer, tmp_path / "run", other, progress=False, log=lambda m: None)
+    train_translation(longer, tmp_path / "run", toy_data, progress=False, log=lambda m: None)  # the same data resumes
+    assert torch.load(tmp_path / "run" / "last.pt", weights_only=True)["progress"]["step"] == 6
 
 
 def test_a_checkpoint_of_another_model_type_is_a_clear_error(trained, toy_data, tmp_path, capsys):

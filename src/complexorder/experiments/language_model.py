@@ -136,6 +136,9 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
     shorter) with the memory carried over; ``mem_len``, ``same_length`` and ``clamp_len``
     override the model's for this evaluation only. The model's mode and lengths are restored.
     """
+    if ids.numel() < 2:
+        raise ValueError(f"the {split} split has {ids.numel():,} character(s); evaluating it needs at least 2 (an "
+                         f"input and its target): check the corpus's {split} file")
     if ids.numel() // batch_size < 2:  # evaluation takes short last segments: a stream needs one input and its target
         raise ValueError(f"the {split} split has {ids.numel():,} characters: too few for {batch_size} evaluation "
                          f"streams of at least 2 characters each; use a smaller batch size")
@@ -196,12 +199,15 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+RESUMABLE_CHANGES = frozenset({"train.log_interval", "train.checkpoint_interval"})  # never change the weights
+
+
 def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
     now = config_to_dict(cfg)
     for section in ("model", "train"):
         for key, value in now[section].items():
             old = saved.get(section, {}).get(key)
-            if old != value:
+            if old != value and f"{section}.{key}" not in RESUMABLE_CHANGES:
                 raise ValueError(f"cannot resume {path}: it was trained with {section}.{key}={old!r}, the config "
                                  f"now says {value!r}; use the same config or a new --out directory")
 
@@ -241,6 +247,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     state = {"step": 0, "epoch": 0, "segment": 0, "best_valid_bpc": math.inf, "train_seconds": 0.0,
              "train_chars": 0}
     memory: XLMemory | None = None
+    if resume and not last_path.exists():
+        log(f"note: --resume given but {last_path} does not exist; starting a new run")
     if resume and last_path.exists():
         ck = load_checkpoint(last_path, CHECKPOINT_KIND)
         missing = [k for k in ("optimizer_state", "progress", "rng_state") if k not in ck]
@@ -345,14 +353,19 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     ``device`` as in :func:`train_language_model`.
     """
     ck = load_checkpoint(checkpoint, CHECKPOINT_KIND)
+    for entry in ("config", "model_state"):
+        if not ck.get(entry):
+            raise ValueError(f"checkpoint {checkpoint} lacks its {entry!r} entry (written by `complexorder lm train`, "
+                             f"it holds the model's config and weights); it is not a usable language-model checkpoint")
     try:
         cfg = config_from_dict(ck["config"], LMConfig, where=f"checkpoint {checkpoint} config")
     except (ValueError, KeyError) as exc:
         raise ValueError(f"checkpoint {checkpoint} has no usable language-model config: {exc}") from None
     settings = {**config_to_dict(cfg.eval), **{k: v for k, v in (overrides or {}).items() if v is not None}}
     ev = config_from_dict(settings, EvalSettings, where="evaluation settings")
-    if ev.tgt_len <= 0 or ev.batch_size <= 0:
-        raise ValueError(f"tgt_len and batch_size must be positive, got {ev.tgt_len} and {ev.batch_size}")
+    for name, value in (("tgt_len", ev.tgt_len), ("batch_size", ev.batch_size)):
+        if value <= 0:
+            raise ValueError(f"evaluation {name} (--{name.replace('_', '-')}) must be a positive integer, got {value}")
     check_lengths(ev.mem_len, ev.same_length, where="mem_len")
     model = build_model(cfg)
     try:
@@ -360,6 +373,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     except RuntimeError as exc:
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
         detail = " ".join(lines[1:]) if len(lines) > 1 else (lines[0] if lines else "")  # missing and unexpected keys
+        detail = detail if len(detail) <= 300 else detail[:300] + " …"
         raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {detail}") from None
     model.to(device if isinstance(device, torch.device) else resolve_device(device))
     corpus = load_corpus(corpus_dir, splits)

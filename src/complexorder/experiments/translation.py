@@ -12,6 +12,7 @@ A run directory holds ``last.pt`` (model, optimiser, progress, RNG: what a resum
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import time
@@ -234,6 +235,15 @@ def _prune(run_dir: Path, keep_last: int) -> None:
         path.unlink()
 
 
+def _pairs_signature(pairs: Sequence[tuple[str, str]]) -> dict:
+    """Number and SHA-256 of the training pairs a run reads (after ``data.train_limit``), kept in its
+    checkpoints so that a resume on other data is refused rather than silently trained on."""
+    digest = hashlib.sha256()
+    for src, tgt in pairs:
+        digest.update(src.encode("utf-8") + b"\t" + tgt.encode("utf-8") + b"\n")
+    return {"pairs": len(pairs), "sha256": digest.hexdigest()}
+
+
 def _check_settings(config: TranslationConfig) -> None:
     """One-line errors for settings out of range, before the tokenizer trains (never a silent 0-step run)."""
     dc, tc = config.data, config.train
@@ -291,7 +301,14 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     if not any(s.strip() and t.strip() for s, t in train_pairs):  # nothing to train a vocabulary on
         _, report = filter_training_pairs(train_pairs, [((), ())] * len(train_pairs), config.data.max_tokens)
         raise ValueError(f"no training pairs in {' and '.join(map(str, train_files))}: {report.describe()}")
+    train_signature = _pairs_signature(train_pairs)
     if resume is not None:
+        saved_data = resume.get("train_data")  # absent in checkpoints written before stop 44: not checked
+        if saved_data and saved_data != train_signature:
+            raise ValueError(f"cannot resume {last_path}: it was trained on other training data "
+                             f"({saved_data['pairs']:,} pairs, sha256 {saved_data['sha256'][:12]}…; "
+                             f"{' and '.join(map(str, train_files))} now give {train_signature['pairs']:,} pairs, "
+                             f"{train_signature['sha256'][:12]}…); use the original files or another --run-dir")
         tokenizer = tokenizer_from_state(resume["tokenizer"])
     else:
         tokenizer = build_tokenizer(config.data.preprocessing, [s for pair in train_pairs for s in pair],
@@ -333,7 +350,8 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
     n_params = count_parameters(model)
     log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
-    payload = {"tokenizer": tokenizer.state(), "vocab_size": tokenizer.vocab_size, "parameters": n_params}
+    payload = {"tokenizer": tokenizer.state(), "vocab_size": tokenizer.vocab_size, "parameters": n_params,
+               "train_data": train_signature}
 
     def save(path: Path, *, full: bool, **extra) -> None:
         more = {"optimizer_state": optimizer.state_dict(), "rng_state": rng_state(device),
@@ -409,6 +427,10 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     ``device`` as in :func:`train_translation` (``None``: a GPU when torch sees one).
     """
     ck = load_checkpoint(path, CHECKPOINT_KIND)
+    for entry in ("config", "tokenizer", "vocab_size", "model_state"):
+        if not ck.get(entry):
+            raise ValueError(f"checkpoint {path} lacks its {entry!r} entry (`complexorder translate train` writes "
+                             f"config, tokenizer, vocab_size and model_state); it is not a usable translation checkpoint")
     config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
     tokenizer = tokenizer_from_state(ck["tokenizer"])
     model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)

@@ -158,7 +158,9 @@ def run(args: argparse.Namespace) -> int:
     from ..data.multi30k import decode_lines, read_lines
 
     if args.input != "-" and not Path(args.input).is_file():
-        raise FileNotFoundError(f"--input {args.input} does not exist")
+        what = "is a directory" if Path(args.input).is_dir() else "does not exist"
+        raise FileNotFoundError(f"--input {args.input} {what}; expected a text file with one sentence per line, or - "
+                                f"for standard input")
     sentences = read_lines(args.input) if args.input != "-" else decode_lines(sys.stdin.buffer.read(), "<stdin>")
     if not sentences:  # not an error (an empty file translates to an empty file), but never silent
         log(f"note: {'standard input' if args.input == '-' else args.input} holds no lines; nothing to translate")

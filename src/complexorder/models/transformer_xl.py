@@ -182,7 +182,7 @@ def check_config(cfg: TransformerXLConfig) -> None:
         raise ValueError("model.attention_score applies to model.network = 'complex' only")
     if not (0.0 <= cfg.dropout < 1.0 and 0.0 <= cfg.dropatt < 1.0):
         raise ValueError(f"model.dropout and model.dropatt must be in [0, 1), got {cfg.dropout} and {cfg.dropatt}")
-    check_lengths(cfg.mem_len, cfg.same_length)
+    check_lengths(cfg.mem_len, cfg.same_length, where="model.mem_len")
 
 
 def check_lengths(mem_len: int, same_length: bool, where: str = "mem_len") -> None:
