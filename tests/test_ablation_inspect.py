@@ -1,6 +1,7 @@
 """Table 4 rows (parameter counts), `inspect` (δ_j, Table 7, figures) and their bad input."""
 
 import dataclasses
+import json
 import struct
 
 import pytest
@@ -144,6 +145,15 @@ def test_inspect_bad_input(tmp_path):
     torch.save(ck, tmp_path / "nosettings.pt")
     with pytest.raises(ValueError, match=r"nosettings.pt: its config has no 'settings' entry"):
         inspect_checkpoint(tmp_path / "nosettings.pt", tmp_path / "o")
+    # a setting this version does not know, an unknown model name: one line naming the checkpoint
+    for change, detail in ((lambda c: c["settings"].update(newopt=1), "unexpected keyword argument 'newopt'"),
+                           (lambda c: c.update(model="gru"), "unknown model 'gru'")):
+        ck = torch.load(path, weights_only=True)
+        change(ck["config"])
+        torch.save(ck, tmp_path / "odd.pt")
+        with pytest.raises(ValueError, match=rf"^checkpoint {tmp_path / 'odd.pt'}: its config cannot build a classifier "
+                                             rf"\(.*{detail}.*\); expected the config `complexorder classify` stores$"):
+            inspect_checkpoint(tmp_path / "odd.pt", tmp_path / "o")
 
 
 def ablation_record(grid: GridConfig, variant: Variant, seed: int, accuracy: float, parameters: int = 123,
@@ -330,3 +340,19 @@ def test_ablate_refuses_a_grid_that_is_not_table4_before_any_training(tmp_path, 
         "complexorder: error: ablate runs Table 4, the Transformer on SST-2 (datasets SST2 or SST2-sent, model "
         "transformer); --datasets asks for MR — run other grids with complexorder classify")
     assert not (tmp_path / "r.jsonl").exists()
+    # --also-results that do not exist, and a --results file holding other cells, are refused before training too
+    # (the data directory is absent: reaching the grid would be another error)
+    assert main(["ablate", "--data-dir", str(tmp_path / "absent"), "--results", str(tmp_path / "r.jsonl"),
+                 "--also-results", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "t.md")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: results file {tmp_path / 'nope.jsonl'} does not exist; run `complexorder classify` "
+        f"(or `ablate`) first")
+    grid = ablation_grid()
+    record = ablation_record(grid, next(iter(grid.resolved_variants())), 1, 0.7, 1_000_000, command="c")
+    (tmp_path / "mixed.jsonl").write_text(json.dumps({**record, "dataset": "MR"}) + "\n")
+    assert main(["ablate", "--data-dir", str(tmp_path / "absent"), "--results", str(tmp_path / "mixed.jsonl"),
+                 "--out", str(tmp_path / "t.md")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: {tmp_path / 'mixed.jsonl'} hold(s) records that are not Table 4's (the Transformer on "
+        f"SST-2): MR transformer; render classification results with complexorder report")
+    assert not (tmp_path / "t.md").exists()

@@ -457,7 +457,10 @@ def test_embeddings_names_a_label_before_an_embedding():
     assert labels(select_variants(table4, "tpe")) == ["vanilla Transformer (TPE)"]
     explore = [Variant("complex-order, frequency lr x0.1", "complex-order")]
     assert labels(select_variants(explore, "complex-order")) == ["complex-order, frequency lr x0.1"]
-    with pytest.raises(ValueError, match=r"^--embeddings: unknown name 'pe'; valid names: complex-order, adding"):
+    # labels that hold commas are quoted and the separator is said, so that one name is told from the next
+    with pytest.raises(ValueError, match=r"^--embeddings: unknown name 'pe'; valid names: 'complex-order'; 'adding "
+                                         r"initial phases'; .*; 'complex-vanilla, shared W'; .*\(separate names "
+                                         r"holding a comma with ';'\)$"):
         select_variants(table4, "pe")
 
 
@@ -731,3 +734,46 @@ def test_an_empty_name_list_and_a_results_line_that_is_not_an_object_are_errors_
         grid = tiny_grid(tmp_path / kind, models=["fasttext"], results=str(tmp_path / "odd.jsonl"))
         with pytest.raises(ValueError, match=rf"^results file .*odd.jsonl: record 1 is a JSON {kind}, not an object; "):
             run_grid(grid, progress=False, log=lambda *_: None)
+
+
+def test_a_foreign_results_file_missing_data_and_vectors_of_another_dimension_fail_before_any_training(tmp_path,
+                                                                                                         monkeypatch):
+    """Found by an audit (stop 44): `--results notes.md` trained and appended to the notes; a missing data set or
+    vectors of the wrong dimension stopped the grid only when its first unit came, after the others had trained."""
+    trained = []
+    monkeypatch.setattr(runner, "build_classifier", lambda *a, **k: trained.append(1))
+    grid = tiny_grid(tmp_path, models=["cnn"])
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n\nsome text\nmore text\n")
+    with pytest.raises(ValueError, match=rf"^results file {notes} \(--results\): 3 of its 3 lines are not JSON; it is "
+                                         r"not a file that `complexorder classify` wrote"):
+        run_grid(dataclasses.replace(grid, results=str(notes)), progress=False, log=lambda *_: None)
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"step": 1, "loss": 2.5}\n')
+    with pytest.raises(ValueError, match=rf"^results file {other} \(--results\): record 1 is not a classification "
+                                         r"result \(it holds loss, step\)"):
+        run_grid(dataclasses.replace(grid, results=str(other)), progress=False, log=lambda *_: None)
+    with pytest.raises(FileNotFoundError, match=r"^missing data file custrev.neg \(expected at .*CR"):
+        run_grid(dataclasses.replace(grid, datasets=["MR", "CR"]), progress=False, log=lambda *_: None)
+    wide = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, embedding_dim=16, nhead=2))
+    with pytest.raises(ValueError, match=rf"^vectors file {grid.vectors} \(--vectors\) has dimension 8, but the "
+                                         r"pretrained models to run have embedding_dim 16"):
+        run_grid(wide, progress=False, log=lambda *_: None)
+    assert not trained and not (tmp_path / "results.jsonl").exists()
+    assert notes.read_text() == "# my notes\n\nsome text\nmore text\n"
+
+
+def test_vectors_read_in_the_wrong_format_say_which_format_the_file_looks_like(tmp_path):
+    from complexorder.data.vectors import load_word_vectors, vectors_dimension
+
+    vectors = write_tiny_data(tmp_path)  # word2vec text, dimension 8
+    assert vectors_dimension(vectors) == 8 and vectors_dimension(vectors, "word2vec-text") == 8
+    with pytest.raises(ValueError, match=rf"^vectors file {vectors} is not valid glove vectors: .*; it looks like "
+                                         r"word2vec-text: pass --vectors-format word2vec-text \(or auto\)$"):
+        load_word_vectors(vectors, "glove")
+    with pytest.raises(ValueError, match=r"not valid glove vectors: its first line is not '<word> <v1> <v2> \.\.\.'; "
+                                         r"it looks like word2vec-text"):
+        vectors_dimension(vectors, "glove")
+    glove = tmp_path / "glove.txt"
+    glove.write_text("".join(line + "\n" for line in vectors.read_text().splitlines()[1:]))
+    assert vectors_dimension(glove) == 8

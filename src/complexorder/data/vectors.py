@@ -159,6 +159,31 @@ def _sniff_format(path: Path) -> str:
                      "(or set vectors_format in the config)")
 
 
+def vectors_dimension(path: str | Path, fmt: str = "auto") -> int:
+    """The dimension a vectors file declares, read from its first line only (a check before hours of training:
+    the word2vec header's second number, or a GloVe line's number of values). Errors as :func:`load_word_vectors`."""
+    path = Path(path)
+    fmt = _sniff_format(path) if fmt == "auto" else fmt
+    with path.open("rb") as fh:
+        first = fh.readline().decode("utf-8", errors="replace").split()
+    if fmt == "glove" and len(first) > 2:
+        return len(first) - 1
+    if fmt != "glove" and len(first) == 2 and all(f.isdigit() for f in first):
+        return int(first[1])
+    raise ValueError(f"vectors file {path} is not valid {fmt} vectors: its first line is not "
+                     + ("'<word> <v1> <v2> ...'" if fmt == "glove" else "a '<count> <dim>' header")
+                     + _format_hint(path, fmt))
+
+
+def _format_hint(path: Path, fmt: str) -> str:
+    """``"; it looks like X: pass --vectors-format X (or auto)"`` when the file's first line says another format."""
+    try:
+        sniffed = _sniff_format(path)
+    except (ValueError, OSError):
+        return ""
+    return f"; it looks like {sniffed}: pass --vectors-format {sniffed} (or auto)" if sniffed != fmt else ""
+
+
 def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | None = None):
     """Load word vectors with gensim ``KeyedVectors`` (word2vec binary/text, or GloVe text without header)."""
     from gensim.models import KeyedVectors
@@ -178,10 +203,12 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
                                                unicode_errors="replace")
     except Exception as exc:  # noqa: BLE001 - gensim raises ValueError/EOFError/UnicodeError/...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}") from None
+        first = first.encode("ascii", "backslashreplace").decode("ascii")  # raw bytes of a binary file, made printable
+        first = first if len(first) <= 120 else first[:120] + " …"
+        raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}{_format_hint(path, fmt)}") from None
     if expected_dim is not None and kv.vector_size != expected_dim:
         raise ValueError(f"vectors file {path} has dimension {kv.vector_size}, expected {expected_dim} "
-                         "(the embedding dimension)")
+                         "(the models' embedding_dim)")
     return kv
 
 

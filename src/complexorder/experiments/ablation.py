@@ -277,15 +277,20 @@ def _ordering(by_variant: dict[str, list[dict]]) -> list[str]:
 TABLE4_DATASETS = ("SST2", "SST2-sent")
 
 
-def write_table4(results: list[str], out) -> str:
-    records = load_results(results)
-    if not records:
-        raise ValueError(f"no results in {', '.join(map(str, results))}")
+def check_table4_records(records: list[dict], results: list[str]) -> None:
+    """A one-line error when ``records`` (read from ``results``) hold cells that are not Table 4's."""
     other = sorted({f"{r['dataset']} {r['model']}" for r in records
                     if r["dataset"] not in TABLE4_DATASETS or r["model"] != "transformer"})
     if other:
         raise ValueError(f"{', '.join(map(str, results))} hold(s) records that are not Table 4's (the Transformer on "
                          f"SST-2): {', '.join(other)}; render classification results with complexorder report")
+
+
+def write_table4(results: list[str], out) -> str:
+    records = load_results(results)
+    if not records:
+        raise ValueError(f"no results in {', '.join(map(str, results))}")
+    check_table4_records(records, results)
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
     text = render_table4(records, commands)
     atomic_write_text(out, text)

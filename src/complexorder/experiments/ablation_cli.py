@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ablate(args: argparse.Namespace) -> int:
-    from .ablation import TABLE4_DATASETS, write_table4
+    from .ablation import TABLE4_DATASETS, check_table4_records, write_table4
+    from .report import load_results
     from .classification_cli import load_grid
 
     grid = load_grid(args, "ablation")
@@ -49,6 +50,9 @@ def run_ablate(args: argparse.Namespace) -> int:
         args.out = str(Path(grid.results).parent / "table4.md")
     if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost
         check_writable(args.out, "--out")
+        # and so are --also-results files that do not exist, or results of other cells that the table would refuse
+        existing = [p for p in [grid.results, *args.also_results] if p != grid.results or Path(p).is_file()]
+        check_table4_records(load_results(existing, warn=lambda *_: None), existing)
     if not args.report_only:
         code = run_classify(args, "ablation")
         if args.dry_run:

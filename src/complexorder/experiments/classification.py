@@ -28,7 +28,8 @@ from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
-from ..data.vectors import VECTOR_FORMATS, load_word_vectors, vectors_for_vocabulary, vectors_provenance
+from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension, vectors_for_vocabulary,
+                            vectors_provenance)
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info, resolve_device
@@ -387,6 +388,37 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     return record
 
 
+def _check_results_file(path: Path, records: list[dict]) -> None:
+    """Refuse, before anything trains, a results file that ``classify`` did not write (notes, a vectors file,
+    another experiment's records): one interrupted last line is tolerated, nothing else."""
+    if not path.is_file():
+        return
+    lines = sum(1 for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
+    if lines - len(records) > 1 or (lines and not records):
+        raise ValueError(f"results file {path} (--results): {lines - len(records)} of its {lines} lines are not JSON; "
+                         f"it is not a file that `complexorder classify` wrote — pass a new file or that one")
+    for i, r in enumerate(records, 1):
+        if "config_hash" not in r or "test_accuracy" not in r:
+            held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")
+            raise ValueError(f"results file {path} (--results): record {i} is not a classification result (it holds "
+                             f"{held}); pass a new file or one that `complexorder classify` wrote")
+
+
+def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
+    """Read every data set the pending units need, and the vectors file's declared dimension, before the first
+    unit trains: a missing or malformed file is found now, not after hours of other units."""
+    for name in dict.fromkeys(u.dataset for u in todo):
+        cache.dataset(name)
+    dims = {getattr(grid, u.model).embedding_dim for u in todo if getattr(grid, u.model).pretrained}
+    if dims and grid.vectors:
+        found = vectors_dimension(grid.vectors, grid.vectors_format)
+        wrong = sorted(d for d in dims if d != found)
+        if wrong:
+            raise ValueError(f"vectors file {grid.vectors} (--vectors) has dimension {found}, but the pretrained "
+                             f"models to run have embedding_dim {wrong[0]}; pass vectors of that dimension or set "
+                             f"embedding_dim")
+
+
 def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
     """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
 
@@ -404,6 +436,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     if foreign is not None:
         raise ValueError(f"results file {results_path}: record {foreign} is a JSON {type(records[foreign - 1]).__name__}, "
                          f"not an object; pass a JSON-lines file that `complexorder classify` wrote, or a new one")
+    _check_results_file(results_path, records)
     finished = [r for r in records if "config_hash" in r]
     done = {unit_key(r) for r in finished}
     todo, keys = [], set()
@@ -439,6 +472,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
                                 "with `complexorder vectors train`, or pass another with --vectors")
     if todo and any(getattr(grid, u.model).pretrained for u in todo) and not grid.vectors:
         log("note: no word vectors configured (vectors = ...); pretrained models start from random vectors")
+    _preflight(grid, todo, cache)
     records = []
     for unit in tqdm(todo, desc=f"{grid.name} units", disable=not progress, dynamic_ncols=True):
         record = run_unit(grid, unit, cache, progress, command)

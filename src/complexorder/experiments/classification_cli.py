@@ -26,11 +26,15 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     if text is None:
         return None
     names = [n.strip() for n in text.split(";" if ";" in text else ",") if n.strip()]
+    if any("," in v for v in valid):  # labels holding commas: quoted, and the separator said
+        listed = "; ".join(repr(v) for v in valid) + " (separate names holding a comma with ';')"
+    else:
+        listed = ", ".join(valid)
     if not names:
-        raise ValueError(f"--{what}: {text!r} names nothing; valid names: {', '.join(valid)}")
+        raise ValueError(f"--{what}: {text!r} names nothing; valid names: {listed}")
     for n in names:
         if n not in valid:
-            raise ValueError(f"--{what}: unknown name {n!r}; valid names: {', '.join(valid)}")
+            raise ValueError(f"--{what}: unknown name {n!r}; valid names: {listed}")
     return names
 
 

@@ -38,6 +38,9 @@ def load_classifier(path: str | Path):
     except KeyError as exc:
         raise ValueError(f"checkpoint {path}: its config has no {exc.args[0]!r} entry (written by another "
                          "version?); expected the config `complexorder classify` stores") from None
+    except (TypeError, ValueError, AttributeError) as exc:  # an unknown setting, a name, a config of another shape
+        raise ValueError(f"checkpoint {path}: its config cannot build a classifier ({exc}); expected the config "
+                         "`complexorder classify` stores") from None
     try:
         model.load_state_dict(ck["model_state"])
     except RuntimeError as exc:

@@ -41,7 +41,8 @@ def load_results(paths, warn=print) -> list[dict]:
             raise IsADirectoryError(f"results file {path} is a directory; pass the JSON-lines file in it that "
                                     "`complexorder classify` or `ablate` wrote")
         if not Path(path).is_file():
-            raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` first")
+            raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` (or `ablate`) "
+                                    f"first")
         found = read_jsonl(path, warn=warn)
         check_records(found, f"results file {path}")
         records.extend(found)
@@ -369,7 +370,9 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
         if dataset is None or r["dataset"] == dataset:
             times[r["dataset"]][(r["model"], r["variant"])].append(float(r["seconds_per_epoch"]))
     if not times:
-        raise ValueError(f"no results{'' if dataset is None else f' for data set {dataset!r}'} to plot")
+        present = sorted({r["dataset"] for r in records})
+        raise ValueError(f"no results{'' if dataset is None else f' for data set {dataset!r}'} to plot"
+                         + (f"; the results hold {', '.join(present)}" if present and dataset is not None else ""))
     datasets = [d for d in PAPER_COLUMNS if d in times]
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets) + 1.5, 3.8), squeeze=False)
     means: dict[str, dict[tuple[str, str], float]] = {}
