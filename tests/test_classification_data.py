@@ -160,7 +160,7 @@ def test_word_vectors_in_three_formats(tmp_path):
         assert abs(coverage - 2 / 3) < 1e-9 and matrix[4].abs().max() <= 0.25
     kv.save_word2vec_format(str(tmp_path / "b.bin"), binary=True)
     assert load_word_vectors(tmp_path / "b.bin").vector_size == 3
-    with pytest.raises(ValueError, match=r"has dimension 3, expected 300 \(the embedding dimension\)"):
+    with pytest.raises(ValueError, match=r"has dimension 3, expected 300 \(the models' embedding_dim\)"):
         load_word_vectors(tmp_path / "v.txt", expected_dim=300)
     (tmp_path / "bad.txt").write_text("2 3\ncat 1 2\n")
     with pytest.raises(ValueError, match="bad.txt is not valid word2vec-text vectors"):
