@@ -415,6 +415,10 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     train_language_model(cfg, corpus, tmp_path / "fresh", resume=True, stop_after=1, progress=False,
                          log=messages.append)
     assert f"note: --resume given but {tmp_path / 'fresh' / 'last.pt'} does not exist; starting a new run" in messages
+    # the run says what it trains, the complex-order positions included
+    assert (f"lm complex-order (real network, positions: {cfg.model.position_mode}, frequency start: "
+            f"{cfg.model.frequency_init}): {straight['parameters']:,} parameters, 2 layers, d_model 16; 12 steps of "
+            f"4 x 16 characters, memory 16") in messages
     # a crash after the step-8 checkpoint, once steps 9-12 were logged: the resumed run drops and rewrites them
     train_language_model(cfg, corpus, tmp_path / "c", stop_after=8, progress=False)
     at_8 = (tmp_path / "c" / "last.pt").read_bytes()
@@ -439,6 +443,7 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
     # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test
     ck = tmp_path / "a" / "best.pt"
+    capsys.readouterr()  # the direct calls' notes
     assert main(["lm", "eval", "--checkpoint", str(ck), "--corpus", str(corpus), "--no-progress",
                  "--results", str(tmp_path / "eval.jsonl")]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -274,6 +274,11 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         log(f"dropped {dropped} record(s) after step {state['step']} from {results_path}")
     n_params = count_parameters(model)
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
+    m = cfg.model
+    positions = (f", positions: {m.position_mode}, frequency start: {m.frequency_init}"
+                 if m.embedding == "complex-order" else "")
+    log(f"lm {m.embedding} ({m.network} network{positions}): {n_params:,} parameters, {m.n_layer} layers, "
+        f"d_model {m.d_model}; {t.max_steps:,} steps of {t.batch_size} x {t.tgt_len} characters, memory {m.mem_len}")
 
     def save_last() -> None:
         save_checkpoint(last_path, CHECKPOINT_KIND, cpu_state_dict(model), config_to_dict(cfg),

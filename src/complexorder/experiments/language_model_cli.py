@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tomllib
 from pathlib import Path
 
@@ -160,8 +161,9 @@ def run_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
     cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
                                                    "train.max_steps": args.max_steps})
-    summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,
-                                   stop_after=args.stop_after, progress=not args.no_progress, device=device)
+    summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,  # notes to stderr: stdout is JSON
+                                   stop_after=args.stop_after, progress=not args.no_progress, device=device,
+                                   log=lambda message: print(message, file=sys.stderr, flush=True))
     print(json.dumps({"out": args.out, **summary}, sort_keys=True))
     return 0
 
