@@ -83,15 +83,18 @@ def test_checkpoints_round_trip_and_reject_foreign_files(tmp_path):
                               "file): a weights-only load refuses its contents (")
     assert message.endswith("); complexorder checkpoints hold tensors and plain values only")
     assert "weights_only" not in message and "\n" not in message
+    assert "add_safe_globals" not in message and "was not an allowed global by default)" in message
     data = path.read_bytes()
-    (tmp_path / "truncated.pt").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError) as info:
-        load_checkpoint(tmp_path / "truncated.pt")
-    assert "\n" not in str(info.value) and "could not be read (corrupted or not a PyTorch file): " in str(info.value)
-    assert len(str(info.value)) < 300
-    # a truncated zip: torch's reason, prefixed with its exception type
-    reason = str(info.value).split("PyTorch file): ", 1)[1]
-    assert reason.split(": ", 1)[0] in {"RuntimeError", "EOFError", "UnpicklingError", "BadZipFile"}, reason
+    # a truncated zip, cut anywhere (torch says "failed finding central directory", or a bare OSError "Invalid
+    # argument", depending on where): said as such, in one line
+    for cut in (len(data) // 2, 100, len(data) - 10):
+        (tmp_path / "truncated.pt").write_bytes(data[:cut])
+        with pytest.raises(ValueError) as info:
+            load_checkpoint(tmp_path / "truncated.pt")
+        assert str(info.value) == (f"checkpoint {tmp_path / 'truncated.pt'} could not be read (corrupted or not a "
+                                   f"PyTorch file): its zip archive is incomplete (the file was cut short, e.g. by an "
+                                   f"interrupted copy; complexorder writes checkpoints atomically, so a run's own file "
+                                   f"is whole)"), cut
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
     # a run directory given for a checkpoint in it names the files there

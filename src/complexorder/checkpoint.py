@@ -184,8 +184,12 @@ def _load_failure(exc: BaseException, head: bytes) -> str:
     if not head.startswith((b"PK\x03\x04", b"\x80")):
         return f"it was not written by torch.save (it starts with {head!r}, neither a zip archive nor a pickle)"
     text = str(exc).strip()
+    if head.startswith(b"PK\x03\x04") and (isinstance(exc, OSError) or "zip archive" in text):
+        return ("its zip archive is incomplete (the file was cut short, e.g. by an interrupted copy; complexorder "
+                "writes checkpoints atomically, so a run's own file is whole)")
     if "WeightsUnpickler error:" in text:
         detail = " ".join(text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation")[0].split())
+        detail = detail.split(" Please use `torch.serialization")[0].rstrip(".")  # advice to trust it: not ours to give
         return f"a weights-only load refuses its contents ({detail}); complexorder checkpoints hold tensors and plain values only"
     if not text:
         return type(exc).__name__
