@@ -101,6 +101,7 @@ def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monk
     logs = []
     rest = run_grid(grid, progress=False, log=logs.append)
     assert len(rest) == 2 and any("2 already in" in line for line in logs)
+    assert f"{grid.results}:3: skipping a malformed (probably interrupted) line" in logs  # tolerated, and said
     assert run_grid(grid, progress=False, log=lambda *_: None) == []
     done = {(r["variant"], r["split"]) for r in read_jsonl(grid.results)}
     assert done == {(v, s) for v in ("none", "complex-order") for s in ("fold-0", "fold-1")}

@@ -51,7 +51,7 @@ def run_ablate(args: argparse.Namespace) -> int:
     if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost
         check_writable(args.out, "--out")
         # and so are --also-results files that do not exist, or results of other cells that the table would refuse
-        existing = [p for p in [grid.results, *args.also_results] if p != grid.results or Path(p).is_file()]
+        existing = [*([grid.results] if Path(grid.results).is_file() else []), *args.also_results]
         check_table4_records(load_results(existing, warn=lambda *_: None), existing)
     if not args.report_only:
         code = run_classify(args, "ablation")

@@ -388,20 +388,26 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     return record
 
 
-def _check_results_file(path: Path, records: list[dict]) -> None:
-    """Refuse, before anything trains, a results file that ``classify`` did not write (notes, a vectors file,
-    another experiment's records): one interrupted last line is tolerated, nothing else."""
-    if not path.is_file():
-        return
-    lines = sum(1 for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
-    if lines - len(records) > 1 or (lines and not records):
-        raise ValueError(f"results file {path} (--results): {lines - len(records)} of its {lines} lines are not JSON; "
+def _read_results_file(path: Path, log) -> list[dict]:
+    """The records of a results file, refusing before anything trains a file that ``classify`` did not write
+    (notes, a vectors file, another experiment's records): one interrupted last line is tolerated, nothing else."""
+    malformed: list[str] = []
+    records = read_jsonl(path, warn=malformed.append)
+    if len(malformed) > 1 or (malformed and not records):
+        lines = len(records) + len(malformed)
+        raise ValueError(f"results file {path} (--results): {len(malformed)} of its {lines} lines are not JSON; "
                          f"it is not a file that `complexorder classify` wrote — pass a new file or that one")
+    for message in malformed:
+        log(message)
     for i, r in enumerate(records, 1):
+        if not isinstance(r, dict):
+            raise ValueError(f"results file {path}: record {i} is a JSON {type(r).__name__}, not an object; pass a "
+                             f"JSON-lines file that `complexorder classify` wrote, or a new one")
         if "config_hash" not in r or "test_accuracy" not in r:
             held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")
             raise ValueError(f"results file {path} (--results): record {i} is not a classification result (it holds "
                              f"{held}); pass a new file or one that `complexorder classify` wrote")
+    return records
 
 
 def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
@@ -431,13 +437,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
                        directory=True)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
-    records = read_jsonl(results_path, warn=log)
-    foreign = next((i for i, r in enumerate(records, 1) if not isinstance(r, dict)), None)
-    if foreign is not None:
-        raise ValueError(f"results file {results_path}: record {foreign} is a JSON {type(records[foreign - 1]).__name__}, "
-                         f"not an object; pass a JSON-lines file that `complexorder classify` wrote, or a new one")
-    _check_results_file(results_path, records)
-    finished = [r for r in records if "config_hash" in r]
+    finished = _read_results_file(results_path, log)
     done = {unit_key(r) for r in finished}
     todo, keys = [], set()
     for unit in units:
