@@ -186,6 +186,32 @@ def test_wilcoxon_ties_equal_in_exact_arithmetic_and_zero_differences():
     assert n == 10 and p == pytest.approx(1 / 16)
 
 
+
+def test_signed_rank_p_value_is_scipys_own_number_with_ties_zeros_and_without():
+    """The vectorised exact permutation test gives bit for bit the p-value of SciPy's wilcoxon, which
+    evaluates the same 2^n statistics one at a time; and the cases SciPy answers otherwise are passed to it."""
+    import numpy as np
+    from scipy.stats import wilcoxon
+
+    from complexorder.experiments.report import signed_rank_greater
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(40):
+        n = int(rng.integers(2, 11))
+        d = np.round(rng.choice([-0.02, -0.01, 0.0, 0.01, 0.02, 0.03], size=n)
+                     + (rng.random(n) < 0.3) * rng.normal(0, 0.01, n), 12)
+        if np.all(d == 0):
+            continue
+        assert signed_rank_greater(d) == wilcoxon(d, alternative="greater", zero_method="wilcox").pvalue, d
+        checked += 1
+    assert checked >= 30
+    # no ties, no zeros (SciPy's exact distribution), n > 13 with ties (its normal approximation),
+    # and a single non-zero difference among zeros
+    for d in (np.array([0.01, 0.03, -0.02, 0.05, 0.04]), np.round(np.tile([0.01, 0.02, -0.01, 0.0], 4), 12),
+              np.array([0.0, 0.02, 0.0])):
+        assert signed_rank_greater(d) == wilcoxon(d, alternative="greater", zero_method="wilcox").pvalue
+
 def test_report_names_a_results_file_of_another_experiment_and_notes_cells_mixing_settings(tmp_path, capsys):
     from complexorder.cli import main
 

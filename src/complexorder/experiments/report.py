@@ -5,7 +5,8 @@ against each baseline of the same architecture and data set, paired by fold (CV)
 splits); a mark means p < 0.05. With n pairs the smallest attainable p is 2^-n, so at least 5
 pairs are needed for a mark. The differences are rounded (to 1e-12) before ranking, so that accuracies
 equal in exact arithmetic tie (SciPy's advice), and pairs with no difference are dropped ("wilcox");
-with ties or zeros SciPy (>= 1.15) then computes the exact permutation p-value for small n.
+with ties or zeros SciPy (>= 1.15) then computes the exact permutation p-value for small n, which
+:func:`signed_rank_greater` reproduces with the statistic vectorised over the sign flips.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import wilcoxon
+from scipy.stats import permutation_test, rankdata, wilcoxon
 
 from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, read_jsonl
 
-__all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "significance_marks",
+__all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "signed_rank_greater", "significance_marks",
            "render_table2", "plot_epoch_times", "paper_table2", "MARKS"]
 
 MARKS = {"none": "§", "pe": "†", "tpe": "‡", "complex-vanilla": "*"}
@@ -112,7 +113,32 @@ def paired_wilcoxon(ours: dict[str, float], theirs: dict[str, float]) -> tuple[f
     diffs = np.round(np.array([ours[s] - theirs[s] for s in common]), 12)  # equal in exact arithmetic: tied
     if np.all(diffs == 0):
         return 1.0, len(common)
-    return float(wilcoxon(diffs, alternative="greater", zero_method="wilcox", method="auto").pvalue), len(common)
+    return signed_rank_greater(diffs), len(common)
+
+
+def signed_rank_greater(diffs: np.ndarray) -> float:
+    """``scipy.stats.wilcoxon(diffs, alternative="greater", zero_method="wilcox", method="auto").pvalue``,
+    the same number, faster where SciPy runs its exact permutation test (n <= 13 with ties or zeros).
+
+    SciPy evaluates that test's 2^n signed-rank statistics one at a time (about 0.4 s per test at n = 10,
+    minutes for a whole Table 2). The ranks of |d| do not change when signs flip, so the statistic (the sum
+    of the ranks of the positive differences) is computed here for all flips at once, by SciPy's own
+    ``permutation_test``. Zeros are dropped first, as "wilcox" does; that divides the 2^n flips into
+    2^(number of zeros) equal copies, so the p-value is the same fraction. Fewer than two non-zero
+    differences, or none of SciPy's permutation cases, go to SciPy itself.
+    """
+    diffs = np.asarray(diffs, dtype=np.float64)
+    nonzero = diffs[diffs != 0]
+    ties = np.unique(np.abs(nonzero)).size < nonzero.size
+    if diffs.size > 13 or nonzero.size < 2 or not (ties or nonzero.size < diffs.size):
+        return float(wilcoxon(diffs, alternative="greater", zero_method="wilcox", method="auto").pvalue)
+    ranks = rankdata(np.abs(nonzero))
+
+    def positive_rank_sum(flipped, axis=-1):
+        return np.sum(np.where(flipped > 0, ranks, 0.0), axis=axis)
+
+    return float(permutation_test((nonzero,), positive_rank_sum, permutation_type="samples", vectorized=True,
+                                  n_resamples=9999, alternative="greater").pvalue)
 
 
 def is_complex_order_row(variant: str) -> bool:
