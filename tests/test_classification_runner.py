@@ -235,6 +235,27 @@ def test_report_names_a_results_file_of_another_experiment_and_notes_cells_mixin
     assert "(cpu, 1 torch thread, Some CPU)" in text  # the run conditions come from the records
 
 
+
+def test_report_appends_its_notes_file_verbatim_and_names_a_missing_one(tmp_path, capsys):
+    from complexorder.cli import main
+
+    records = [{"dataset": "MR", "model": "cnn", "variant": v, "split": f"fold-{i}", "test_accuracy": 0.7 + 0.01 * i,
+                "seconds_per_epoch": 1.0, "finished_at": "t", "command": "c"}
+               for v in ("none", "complex-order") for i in range(3)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (tmp_path / "notes.md").write_text("## Scope (hand-written)\n\n- one line, no final newline", encoding="utf-8")
+    args = ["report", "--results", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "t.md"), "--figure", ""]
+    assert main(args) == 0
+    plain = (tmp_path / "t.md").read_text()
+    assert main(args + ["--notes", str(tmp_path / "notes.md")]) == 0
+    assert (tmp_path / "t.md").read_text() == plain + "\n## Scope (hand-written)\n\n- one line, no final newline\n"
+    capsys.readouterr()
+    (tmp_path / "t.md").unlink()
+    assert main(args + ["--notes", str(tmp_path / "nosuch.md")]) == 2
+    assert (f"--notes: {tmp_path / 'nosuch.md'} does not exist (expected a Markdown file to append)"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "t.md").exists()  # refused before anything was written
+
 def test_report_target_line_without_any_paired_baseline_says_so():
     # only the complex-order row measured: no "0/0 baselines (at or above all)" claim
     records = [{"dataset": "MPQA", "model": "transformer", "variant": "complex-order", "split": f"fold-{i}",

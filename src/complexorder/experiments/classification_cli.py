@@ -150,6 +150,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  "committed benchmarks/results/table2.md is written only when named)")
     r.add_argument("--figure", help="PNG of seconds per epoch (default: fig2_epoch_time.png beside --out; '' for none)")
     r.add_argument("--figure-dataset", help="plot only this data set (default: a panel per data set)")
+    r.add_argument("--notes", help="Markdown file appended verbatim after the rendered table (hand-written scope "
+                                   "and deviations), so that re-rendering reproduces the whole file")
     r.set_defaults(func=run_report)
 
     d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")
@@ -258,7 +260,7 @@ def run_report(args: argparse.Namespace) -> int:
         args.out = str(Path(args.results[0]).parent / "table2.md")
     if args.figure is None:
         args.figure = str(Path(args.out).parent / "fig2_epoch_time.png")
-    text = write_report(args.results, args.out, args.figure or None, args.figure_dataset)
+    text = write_report(args.results, args.out, args.figure or None, args.figure_dataset, notes=args.notes)
     print(f"wrote {args.out}" + (f" and {args.figure}" if args.figure else ""))
     if "**Cells mixing settings.**" in text:
         print(f"complexorder: note: some cells of {args.out} mix units trained with different settings (listed "

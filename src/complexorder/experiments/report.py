@@ -455,10 +455,28 @@ def _image_format(path: str | Path) -> str:
     return suffix or "png"
 
 
+def read_notes(path: str | Path | None, option: str = "--notes") -> str:
+    """The hand-written Markdown appended to a rendered table ('' for none), read before anything is rendered."""
+    if path is None:
+        return ""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{option}: {path} does not exist (expected a Markdown file to append)") from None
+    except IsADirectoryError:
+        raise ValueError(f"{option}: {path} is a directory (expected a Markdown file to append)") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{option}: {path} is not UTF-8 text (byte {e.start}); expected a Markdown file") from None
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
-                 figure_dataset: str | None = None) -> str:
+                 figure_dataset: str | None = None, notes: str | Path | None = None) -> str:
+    """Render ``results`` as Table 2 into ``out`` (and Fig. 2 into ``figure``), then append the Markdown file
+    ``notes`` verbatim after a blank line. Returns the text written."""
     if figure:
         _image_format(figure)
+    notes_text = read_notes(notes)
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
@@ -480,5 +498,7 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
                      f"({run_conditions(records)}), possibly beside other jobs: compare ratios within a data set "
                      f"with care (benchmarks/results/speed.md measures them side by side)."]
         text += "\n".join(rows) + "\n"
+    if notes_text:
+        text += "\n" + notes_text
     atomic_write_text(out, text)
     return text
