@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import check_writable
-from ..config import config_from_dict, merge_overrides, read_extended_toml
+from ..config import builtin_configs, config_from_dict, merge_overrides, read_extended_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -98,7 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def shipped_configs() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+    """Names of the configs shipped in ``complexorder/configs/lm``."""
+    return builtin_configs("lm")
 
 
 def _parse_override(item: str) -> tuple[str, object]:

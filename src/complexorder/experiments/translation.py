@@ -28,7 +28,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import config_from_dict, config_to_dict, merge_overrides, read_extended_toml
+from ..config import builtin_configs, config_from_dict, config_to_dict, merge_overrides, read_extended_toml
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -112,8 +112,7 @@ class TranslationConfig:
 
 def packaged_configs() -> list[str]:
     """Names of the configs shipped in ``complexorder/configs/translation``."""
-    folder = resources.files("complexorder") / "configs" / "translation"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
+    return builtin_configs("translation")
 
 
 def resolve_config(name_or_path: str, overrides: dict | None = None) -> TranslationConfig:
