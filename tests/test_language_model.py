@@ -371,6 +371,11 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "test.txt").read_bytes() == data[19:]
     monkeypatch.setattr(t8, "TEXT8_SHA256", digest)
     assert t8.prepare_text8(tmp_path / "text8", tmp_path / "out2")["verified"] is True
+    # a file of another length is told in bytes (a UTF-8 character outside text8's alphabet takes two)
+    (tmp_path / "other").write_bytes("the cat sät on a mat".encode())
+    with pytest.raises(ValueError, match=r"other: text8 has 20 characters of one byte each, this file 21 bytes; "
+                                         r"is it the right file\?"):
+        t8.prepare_text8(tmp_path / "other", tmp_path / "out3")
 
 
 # --------------------------------------------------------------------------------------

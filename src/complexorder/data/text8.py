@@ -159,8 +159,8 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True) 
     else:
         data = source.read_bytes()
     if len(data) != TEXT8_CHARACTERS:
-        raise ValueError(f"{source}: text8 has {TEXT8_CHARACTERS:,} characters, this file {len(data):,}; "
-                         f"is it the right file?")
+        raise ValueError(f"{source}: text8 has {TEXT8_CHARACTERS:,} characters of one byte each, this file "
+                         f"{len(data):,} bytes; is it the right file?")
     encode_text8(data, source=str(source))  # alphabet check
     digest = hashlib.sha256(data).hexdigest()
     if verify and digest != TEXT8_SHA256:
