@@ -132,8 +132,11 @@ def test_inspect_bad_input(tmp_path):
     with pytest.raises(ValueError, match=r"holds a 'language-model' model, expected 'classifier'"):
         inspect_checkpoint(tmp_path / "lm.pt", tmp_path / "o")
     save_checkpoint(tmp_path / "novocab.pt", "classifier", {}, {"a": 1})
-    with pytest.raises(ValueError, match="has no 'vocab' entry"):
+    with pytest.raises(ValueError) as err:
         inspect_checkpoint(tmp_path / "novocab.pt", tmp_path / "o")
+    assert str(err.value) == (f"checkpoint {tmp_path / 'novocab.pt'} lacks its 'vocab' entry (`complexorder classify "
+                              f"--checkpoint-dir` writes vocab, config, label_names and model_state); it is not a "
+                              f"usable classifier checkpoint")
     # weights that do not fit the stored config, and a config without its settings: one-line errors
     ck = torch.load(path, weights_only=True)
     ck["model_state"] = {k: v[:1] if v.dim() else v for k, v in ck["model_state"].items()}

@@ -339,7 +339,7 @@ def test_corpus_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="source directory .* does not exist"):
         build_proxy_corpus(tmp_path / "missing", tmp_path / "out")
     (tmp_path / "text8").write_text("a short file")
-    with pytest.raises(ValueError, match="text8 has 100,000,000 characters, this file 12"):
+    with pytest.raises(ValueError, match="text8 has 100,000,000 characters of one byte each, this file 12 bytes"):
         prepare_text8(tmp_path / "text8", tmp_path / "t8")
     with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
         zf.writestr("other", "x")
@@ -523,9 +523,8 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
         torch.save(saved, tmp_path / "lacking.pt")
         assert main(["lm", "eval", "--checkpoint", str(tmp_path / "lacking.pt"), "--corpus", str(corpus)]) == 2
         assert capsys.readouterr().err.strip() == (
-            f"complexorder: error: checkpoint {tmp_path / 'lacking.pt'} lacks its {entry!r} entry (written by "
-            f"`complexorder lm train`, it holds the model's config and weights); it is not a usable language-model "
-            f"checkpoint")
+            f"complexorder: error: checkpoint {tmp_path / 'lacking.pt'} lacks its {entry!r} entry (`complexorder lm "
+            f"train` writes config and model_state); it is not a usable language-model checkpoint")
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--splits", "dev"]) == 2
     assert "--splits: unknown split 'dev'" in capsys.readouterr().err

@@ -198,8 +198,13 @@ def _load_failure(exc: BaseException, head: bytes) -> str:
     return f"{type(exc).__name__}: {first}"
 
 
-def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None) -> dict:
-    """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error."""
+def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None, *,
+                    required: tuple[str, ...] = (), writer: str | None = None) -> dict:
+    """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error.
+
+    ``required`` entries must be present and non-empty, else a one-line error names the first missing one,
+    the command that writes them (``writer``) and all of them.
+    """
     path = Path(path)
     if path.is_dir():  # a run directory given for the file in it
         found = sorted(p.name for p in path.glob("*.pt"))
@@ -220,4 +225,9 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None)
     kinds = (kind,) if isinstance(kind, str) else kind
     if kinds is not None and payload.get("kind") not in kinds:
         raise ValueError(f"checkpoint {path} holds a {payload.get('kind')!r} model, expected {' or '.join(map(repr, kinds))}")
+    for entry in required:
+        if not payload.get(entry):
+            listing = ", ".join(required[:-1]) + (" and " if len(required) > 1 else "") + required[-1]
+            raise ValueError(f"checkpoint {path} lacks its {entry!r} entry (`{writer}` writes {listing}); it is not "
+                             f"a usable {payload.get('kind')} checkpoint")
     return payload

@@ -27,11 +27,8 @@ __all__ = ["load_classifier", "position_sensitivity", "extreme_words", "plot_den
 
 def load_classifier(path: str | Path):
     """``(model, checkpoint)`` of a classifier checkpoint written by ``complexorder classify/ablate``."""
-    ck = load_checkpoint(path, "classifier")
-    for key in ("vocab", "config", "label_names"):
-        if not ck.get(key):
-            raise ValueError(f"checkpoint {path} has no {key!r} entry; it was not written by `complexorder classify` "
-                             "with --checkpoint-dir, so the words cannot be named")
+    ck = load_checkpoint(path, "classifier", required=("vocab", "config", "label_names", "model_state"),
+                         writer="complexorder classify --checkpoint-dir")
     try:
         model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]),
                                         ck.get("max_positions", 512))

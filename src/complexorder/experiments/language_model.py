@@ -357,11 +357,8 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``);
     ``device`` as in :func:`train_language_model`.
     """
-    ck = load_checkpoint(checkpoint, CHECKPOINT_KIND)
-    for entry in ("config", "model_state"):
-        if not ck.get(entry):
-            raise ValueError(f"checkpoint {checkpoint} lacks its {entry!r} entry (written by `complexorder lm train`, "
-                             f"it holds the model's config and weights); it is not a usable language-model checkpoint")
+    ck = load_checkpoint(checkpoint, CHECKPOINT_KIND, required=("config", "model_state"),
+                         writer="complexorder lm train")
     try:
         cfg = config_from_dict(ck["config"], LMConfig, where=f"checkpoint {checkpoint} config")
     except (ValueError, KeyError) as exc:

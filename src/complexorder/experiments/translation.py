@@ -425,11 +425,8 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     Any other kind of checkpoint (a classifier, a language model) is a one-line error naming both.
     ``device`` as in :func:`train_translation` (``None``: a GPU when torch sees one).
     """
-    ck = load_checkpoint(path, CHECKPOINT_KIND)
-    for entry in ("config", "tokenizer", "vocab_size", "model_state"):
-        if not ck.get(entry):
-            raise ValueError(f"checkpoint {path} lacks its {entry!r} entry (`complexorder translate train` writes "
-                             f"config, tokenizer, vocab_size and model_state); it is not a usable translation checkpoint")
+    ck = load_checkpoint(path, CHECKPOINT_KIND, required=("config", "tokenizer", "vocab_size", "model_state"),
+                         writer="complexorder translate train")
     config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
     tokenizer = tokenizer_from_state(ck["tokenizer"])
     model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
