@@ -298,6 +298,15 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert ("| complex-order, real attention score | × | complex-order: — | attention_score = 'real' | 1.00M | "
             "0.740 ± 0.014 | 2 | +0.030 (n=2) | complex-order | +0.030 (n=2) |") in text
     assert "complexorder ablate --seeds 2 (complex-order)" in text  # both files' commands are listed
+    # --notes appends a hand-written section verbatim; a missing notes file is refused before anything is written
+    (tmp_path / "notes.md").write_text("## Reading (hand-written)\n\nwords\n")
+    assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(paper),
+                 "--out", str(out), "--notes", str(tmp_path / "notes.md")]) == 0
+    assert out.read_text() == text + "\n## Reading (hand-written)\n\nwords\n"
+    assert main(["ablate", "--report-only", "--results", str(explore), "--out", str(tmp_path / "n.md"),
+                 "--notes", str(tmp_path / "nosuch.md")]) == 2
+    assert (f"--notes: {tmp_path / 'nosuch.md'} does not exist (expected a Markdown file to append)"
+            in capsys.readouterr().err) and not (tmp_path / "n.md").exists()
     assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(tmp_path / "nope.jsonl"),
                  "--out", str(out)]) == 2
     assert f"results file {tmp_path / 'nope.jsonl'} does not exist" in capsys.readouterr().err

@@ -9,12 +9,13 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
-from .report import latest_records, load_results, mixed_settings, paired_wilcoxon
+from .report import latest_records, load_results, mixed_settings, paired_wilcoxon, read_notes
 
 __all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split"]
 
@@ -286,12 +287,16 @@ def check_table4_records(records: list[dict], results: list[str]) -> None:
                          f"SST-2): {', '.join(other)}; render classification results with complexorder report")
 
 
-def write_table4(results: list[str], out) -> str:
+def write_table4(results: list[str], out, notes: str | Path | None = None) -> str:
+    """Render ``results`` as Table 4 into ``out``, then the Markdown file ``notes`` verbatim after a blank line."""
+    notes_text = read_notes(notes)
     records = load_results(results)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     check_table4_records(records, results)
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
     text = render_table4(records, commands)
+    if notes_text:
+        text += "\n" + notes_text
     atomic_write_text(out, text)
     return text

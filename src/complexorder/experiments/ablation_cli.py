@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--also-results", action="append", default=[], metavar="FILE",
                    help="render the records of this results file too (repeatable), e.g. "
                         "benchmarks/results/table4.jsonl beside an explore config's rows, so they pair by seed")
+    a.add_argument("--notes", help="Markdown file appended verbatim after the rendered table (hand-written scope "
+                                   "and reading), so that re-rendering reproduces the whole file")
     a.set_defaults(func=run_ablate)
 
     i = sub.add_parser("inspect", help="what a complex-order classifier learned: δ density, Table 7, word waves",
@@ -35,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_ablate(args: argparse.Namespace) -> int:
     from .ablation import TABLE4_DATASETS, check_table4_records, write_table4
-    from .report import load_results
+    from .report import load_results, read_notes
     from .classification_cli import load_grid
 
     grid = load_grid(args, "ablation")
@@ -50,6 +52,7 @@ def run_ablate(args: argparse.Namespace) -> int:
         args.out = str(Path(grid.results).parent / "table4.md")
     if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost
         check_writable(args.out, "--out")
+        read_notes(args.notes)  # and so is a notes file that cannot be read
         # and so are --also-results files that do not exist, or results of other cells that the table would refuse
         existing = [*([grid.results] if Path(grid.results).is_file() else []), *args.also_results]
         check_table4_records(load_results(existing, warn=lambda *_: None), existing)
@@ -57,7 +60,7 @@ def run_ablate(args: argparse.Namespace) -> int:
         code = run_classify(args, "ablation")
         if args.dry_run:
             return code
-    write_table4([grid.results, *args.also_results], args.out)
+    write_table4([grid.results, *args.also_results], args.out, notes=args.notes)
     print(f"wrote {args.out}")
     return 0
 
