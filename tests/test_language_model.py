@@ -424,6 +424,13 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     assert (f"lm complex-order (real network, positions: {cfg.model.position_mode}, frequency start: "
             f"{cfg.model.frequency_init}): {straight['parameters']:,} parameters, 2 layers, d_model 16; 12 steps of "
             f"4 x 16 characters, memory 16") in messages
+    # the embeddings that take positions say which; vanilla takes none
+    for embedding, said in (("tpe", " (real network, positions: word)"), ("vanilla", " (real network)")):
+        other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "embedding": embedding,
+                                                        "position_mode": "word"}}, LMConfig)
+        messages = []
+        train_language_model(other, corpus, tmp_path / embedding, stop_after=1, progress=False, log=messages.append)
+        assert any(m.startswith(f"lm {embedding}{said}: ") for m in messages), messages
     # a crash after the step-8 checkpoint, once steps 9-12 were logged: the resumed run drops and rewrites them
     train_language_model(cfg, corpus, tmp_path / "c", stop_after=8, progress=False)
     at_8 = (tmp_path / "c" / "last.pt").read_bytes()

@@ -275,8 +275,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     n_params = count_parameters(model)
     record_base = {"config": config_to_dict(cfg), "parameters": n_params, "corpus": str(corpus_dir)}
     m = cfg.model
-    positions = (f", positions: {m.position_mode}, frequency start: {m.frequency_init}"
-                 if m.embedding == "complex-order" else "")
+    positions = (f", positions: {m.position_mode}" if m.embedding in ("pe", "tpe", "complex-order") else "")
+    positions += f", frequency start: {m.frequency_init}" if m.embedding == "complex-order" else ""
     log(f"lm {m.embedding} ({m.network} network{positions}): {n_params:,} parameters, {m.n_layer} layers, "
         f"d_model {m.d_model}; {t.max_steps:,} steps of {t.batch_size} x {t.tgt_len} characters, memory {m.mem_len}")
 
