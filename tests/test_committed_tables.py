@@ -53,3 +53,16 @@ def test_split_keeps_preface_and_hand_written_sections_and_rewrites_only_the_ren
     assert rerender.check(table, tmp_path) == []
     with pytest.raises(ValueError, match=r"t.md: expected exactly one line '## Missing', found 0"):
         rerender.split_committed(rerender.Table("t.md", (), starts_at="## Missing"), text)
+
+
+def test_table6_seeds_is_what_its_script_renders_from_the_committed_records(monkeypatch, capsys):
+    """table6_seeds.md and its records: `make_table6_seeds.py --check` with the command the file states (the run
+    directories are not committed, so it renders from the records alone; where they exist they must agree)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "lm"))
+    spec = importlib.util.spec_from_file_location("make_table6_seeds", ROOT / "benchmarks/lm/make_table6_seeds.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stated = "--runs runs/lm/confirm --records benchmarks/results/table6_seeds.jsonl --out benchmarks/results/table6_seeds.md --notes benchmarks/lm/table6_seeds_notes.md"
+    assert f"python benchmarks/lm/make_table6_seeds.py {stated}" in (ROOT / "benchmarks/results/table6_seeds.md").read_text()
+    assert script.main(stated.split() + ["--check"]) == 0, capsys.readouterr().out

@@ -82,13 +82,20 @@ def load_records(path: Path) -> dict[tuple[str, int], dict]:
     return {(r["label"], r["seed"]): r for r in read_jsonl(path)}
 
 
-def save_records(path: Path, records: dict[tuple[str, int], dict]) -> None:
-    """Atomically: a temporary file in the same directory, then a rename."""
-    text = "".join(json.dumps(records[k], sort_keys=True) + "\n" for k in sorted(records))
+def records_text(records: dict[tuple[str, int], dict]) -> str:
+    return "".join(json.dumps(records[k], sort_keys=True) + "\n" for k in sorted(records))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A temporary file in the same directory, then a rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def save_records(path: Path, records: dict[tuple[str, int], dict]) -> None:
+    write_atomically(path, records_text(records))
 
 
 def mean_std(xs: list[float]) -> str:
@@ -109,7 +116,7 @@ def paired(results: dict, label: str, base: str) -> tuple[str, str, str, str]:
     return text, f"{statistics.mean(diffs):+.3f}", *ps
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", default="runs/lm/seeds")
     ap.add_argument("--also", action="append", default=[], help="another run directory laid out the same way")
@@ -117,7 +124,9 @@ def main() -> None:
                     help="committed per-run summaries: read, updated from the runs on disk, written back")
     ap.add_argument("--out", default="benchmarks/results/table6_seeds.md")
     ap.add_argument("--notes", default=None, help="hand-written section appended to the table (Markdown file)")
-    args = ap.parse_args()
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if --out or --records differ from what this command would write")
+    args = ap.parse_args(argv)
     records_path = Path(args.records)
     results = load_records(records_path)
     for d in [args.runs, *args.also]:
@@ -125,7 +134,8 @@ def main() -> None:
     if not results:
         raise SystemExit(f"no evaluations in {args.runs}/eval_train_lengths.jsonl nor records in {records_path}: "
                          "run benchmarks/lm/run_table6_seeds.sh")
-    save_records(records_path, results)
+    if not args.check:
+        save_records(records_path, results)
     seeds = sorted({s for _, s in results})
     labels = [v for v in VARIANTS if any(k[0] == v for k in results)]
     labels += sorted({v for v, _ in results} - set(VARIANTS))
@@ -209,9 +219,17 @@ def main() -> None:
               + (f" --notes {args.notes}" if args.notes else ""), "```", ""]
     if args.notes:
         lines += [Path(args.notes).read_text().rstrip(), ""]
-    Path(args.out).write_text("\n".join(lines))
+    text = "\n".join(lines)
+    if args.check:
+        stale = [str(path) for path, want in ((Path(args.out), text), (records_path, records_text(results)))
+                 if not path.is_file() or path.read_text() != want]
+        print(f"{', '.join(stale)}: differ(s) from what this command writes" if stale
+              else f"{args.out} and {records_path} agree with this command")
+        return 1 if stale else 0
+    write_atomically(Path(args.out), text)
     print(f"wrote {args.out} and {records_path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
