@@ -255,6 +255,10 @@ def test_report_appends_its_notes_file_verbatim_and_names_a_missing_one(tmp_path
     assert (f"--notes: {tmp_path / 'nosuch.md'} does not exist (expected a Markdown file to append)"
             in capsys.readouterr().err)
     assert not (tmp_path / "t.md").exists()  # refused before anything was written
+    (tmp_path / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    for bad, why in ((tmp_path, "is a directory"), (tmp_path / "latin1.md", "is not UTF-8 text (byte 3)")):
+        assert main(args + ["--notes", str(bad)]) == 2
+        assert f"--notes: {bad} {why}" in capsys.readouterr().err and not (tmp_path / "t.md").exists()
 
 def test_report_target_line_without_any_paired_baseline_says_so():
     # only the complex-order row measured: no "0/0 baselines (at or above all)" claim
