@@ -335,6 +335,16 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
     for v, d in ((0, 4), (10, 0), (-1, 4)):
         with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive integers, got {v} and {d}$"):
             co.build_embedding(name, v, d)
+    with pytest.raises(ValueError, match=r"^tokens must have at least one dimension \[\.\.\., L\], got a 0-d tensor$"):
+        emb(torch.tensor(3))
+    with pytest.raises(TypeError, match=r"^positions must be a torch.Tensor or None, got list$"):
+        emb(torch.tensor([[1, 2]]), [0, 1])
+    for dtype in (torch.complex64, torch.bool):
+        with pytest.raises(TypeError, match=rf"^positions must be an integer or real floating tensor, got dtype {dtype}$"):
+            emb(torch.tensor([[1, 2]]), torch.zeros(2, dtype=dtype))
+    for bad in (10, -11):
+        with pytest.raises(ValueError, match=rf"^padding_idx must be within \[-10, 10\), got {bad}$"):
+            co.build_embedding(name, 10, 4, padding_idx=bad)
 
 
 def test_unknown_names_list_the_valid_ones():
@@ -357,6 +367,10 @@ def test_pretrained_of_the_wrong_shape():
         co.build_embedding("complex-order", 5, 2, pretrained=torch.zeros(5, 3))
     with pytest.raises(ValueError, match=r"vectors must be a real tensor of shape \(5, 2\)"):
         co.WordEmbedding(5, 2).load_word_vectors(torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"^pretrained must be real-valued, got dtype torch.complex64$"):
+        co.build_embedding("complex-order", 5, 2, pretrained=torch.zeros(5, 2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match=r"^max_positions must be positive, got 0$"):
+        co.LearnedPositionalEmbedding(5, 2, max_positions=0)
 
 
 # ---------------------------------------------------------------------------- the baselines

@@ -12,12 +12,13 @@ from complexorder.cli import main
 from complexorder.config import config_from_dict
 from complexorder.data.text8 import (PROXY_SOURCES, TEXT8_ALPHABET, build_proxy_corpus, decode_text8,
                                      encode_text8, load_corpus, normalise_text8, prepare_text8)
-from complexorder.experiments.language_model import (LMConfig, batchify, evaluate_bpc, evaluate_checkpoint,
+from complexorder.experiments.language_model import (LMConfig, TrainSettings, batchify, evaluate_bpc,
+                                                     evaluate_checkpoint, learning_rate, optimizer_groups,
                                                      train_language_model)
 from complexorder.experiments.language_model_cli import load_lm_config, shipped_configs
 from complexorder.models.transformer_xl import (RelPartialLearnableAttention, TransformerXL, TransformerXLConfig,
-                                                XLMemory, causal_memory_mask, rel_shift, rel_shift_reference,
-                                                relative_position_encoding)
+                                                TransformerXLLayer, XLMemory, causal_memory_mask, rel_shift,
+                                                rel_shift_reference, relative_position_encoding)
 
 VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
 
@@ -186,9 +187,10 @@ def test_no_leakage_from_the_future_across_memory_and_segment(same_length):
     assert not torch.allclose(model(x)[0], logits)
 
 
-@pytest.mark.parametrize("embedding", VARIANTS)
-def test_segments_with_memory_equal_one_long_pass(embedding):
-    model = tiny(embedding, mem_len=40)
+@pytest.mark.parametrize("embedding, options", [(e, {}) for e in VARIANTS] + [
+    ("vanilla", {"pre_lnorm": True}), ("vanilla", {"tie_weight": True}), ("complex-order", {"d_embed": 32})])
+def test_segments_with_memory_equal_one_long_pass(embedding, options):
+    model = tiny(embedding, mem_len=40, **options)
     stream = torch.randint(0, 27, (3, 40))
     whole, _ = model(stream)
     parts, memory = [], None
@@ -220,6 +222,40 @@ def test_complex_order_positions_keep_counting_across_segments():
     first, mem = seg(stream[:, :8])
     second, _ = seg(stream[:, 8:], mem)
     assert not torch.allclose(torch.cat([first, second], 1), whole, atol=1e-3)
+
+
+def test_pre_lnorm_layer_normalises_the_inputs_of_attention_and_feed_forward_not_the_residual():
+    torch.manual_seed(0)
+    layer = TransformerXLLayer(2, 16, 8, 32, dropout=0.0, pre_lnorm=True).eval()
+    with torch.no_grad():  # give both norms an affine map that is not the identity
+        for norm in (layer.attn.layer_norm, layer.ff_norm):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+    h, mem = torch.randn(3, 5, 16), torch.randn(3, 4, 16)
+    r = relative_position_encoding(9, 16)
+    w_bias, r_bias, mask = torch.randn(2, 8), torch.randn(2, 8), causal_memory_mask(5, 4)
+    # Dai et al.'s pre-LN: a = h + Attn(LN([mem, h])), out = a + FF(LN(a)); the residual stream is not normalised
+    a = layer.attn(h, r, w_bias, r_bias, mask, mem)
+    torch.testing.assert_close(layer(h, r, w_bias, r_bias, mask, mem), a + layer.ff(layer.ff_norm(a)))
+    norm = layer.attn.layer_norm
+    normed_h, normed_mem = norm(h), norm(mem)
+    layer.attn.layer_norm = torch.nn.Identity()  # now attn(x, m) = x + Attn([m, x])
+    attn_of_normed = layer.attn(normed_h, r, w_bias, r_bias, mask, normed_mem) - normed_h
+    torch.testing.assert_close(a, h + attn_of_normed)
+    layer.attn.layer_norm, layer.attn.pre_lnorm = norm, False  # post-LN differs: LN(h + Attn([mem, h]))
+    assert not torch.allclose(layer.attn(h, r, w_bias, r_bias, mask, mem), a, atol=1e-3)
+
+
+def test_tie_weight_shares_the_word_table_with_the_output_layer():
+    tied, untied = tiny("vanilla", tie_weight=True), tiny("vanilla")
+    assert tied.out.weight is tied.word_emb.weight
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(untied) - count(tied) == 27 * 16
+    with pytest.raises(ValueError, match=r"^model.tie_weight needs the real 'vanilla' embedding with d_embed == "
+                                         r"d_model$"):
+        tiny("complex-order", tie_weight=True)
+    with pytest.raises(ValueError, match="tie_weight"):
+        tiny("vanilla", tie_weight=True, d_embed=32)
 
 
 def test_variants_have_the_same_parameter_count_and_the_embedding_is_bounded():
@@ -677,3 +713,53 @@ def test_eval_results_path_and_mismatched_weights_are_one_line_errors_naming_the
     assert capsys.readouterr().err.strip() == (
         f"complexorder: error: checkpoint {tmp_path / 'missing.pt'} weights do not match its config: "
         "Missing key(s) in state_dict: \"out.bias\".")
+
+
+def test_training_wraps_to_a_new_epoch_and_resumes_across_the_boundary(corpus, tmp_path):
+    # 32 streams of segments of 128: the tiny corpus holds a few segments per stream, so 12 steps wrap twice
+    run = {**TINY_RUN, "train": {**TINY_RUN["train"], "tgt_len": 128, "batch_size": 32, "max_steps": 12,
+                                 "log_interval": 1, "eval_interval": 12, "checkpoint_interval": 12}}
+    cfg = config_from_dict(run, LMConfig)
+    train = load_corpus(corpus, ("train",))["train"]
+    per_epoch = (batchify(train, 32, 128).shape[1] - 1) // 128
+    assert 2 <= per_epoch < 6
+    straight = train_language_model(cfg, corpus, tmp_path / "a", progress=False, log=lambda *_: None)
+    assert straight["epochs"] == pytest.approx(12 // per_epoch + (12 % per_epoch) / per_epoch)
+    logged = [json.loads(line) for line in (tmp_path / "a" / "results.jsonl").read_text().splitlines()]
+    epochs = [r["epoch"] for r in logged if r["event"] == "train"]
+    assert epochs == [step // per_epoch for step in range(12)]  # step k trains segment k mod per_epoch
+    # stopped exactly at the end of the first epoch (its memory saved), then resumed: the straight run's weights
+    train_language_model(cfg, corpus, tmp_path / "b", stop_after=per_epoch, progress=False, log=lambda *_: None)
+    ck = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
+    assert ck["progress"]["segment"] == per_epoch and ck["memory"] is not None
+    train_language_model(cfg, corpus, tmp_path / "b", resume=True, progress=False, log=lambda *_: None)
+    a = torch.load(tmp_path / "a" / "last.pt", weights_only=True)["model_state"]
+    b = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model_state"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_learning_rate_warms_up_linearly_then_follows_the_cosine_to_min_lr():
+    t = TrainSettings(lr=1e-3, min_lr=1e-5, warmup_steps=4, max_steps=14)
+    assert [learning_rate(s, t) for s in range(4)] == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3])
+    assert learning_rate(4, t) == pytest.approx(1e-3)  # the cosine starts at lr
+    assert learning_rate(9, t) == pytest.approx(1e-5 + (1e-3 - 1e-5) * 0.5)  # half way: cos(pi/2) = 0
+    assert learning_rate(14, t) == pytest.approx(1e-5) and learning_rate(20, t) == pytest.approx(1e-5)
+    assert learning_rate(0, TrainSettings(lr=1e-3, max_steps=10)) == pytest.approx(1e-3)  # no warm-up
+
+
+@pytest.mark.parametrize("embedding, angles, frequencies", [
+    ("vanilla", [], []),
+    ("complex-vanilla", ["word_emb.phase"], []),
+    ("complex-order", [], ["word_emb.frequency"]),
+])
+def test_optimizer_groups_never_decay_angles_and_scale_only_the_frequencies(embedding, angles, frequencies):
+    model = tiny(embedding)
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = {g["name"]: g for g in optimizer_groups(model, TrainSettings(weight_decay=0.1, frequency_lr_scale=0.5))}
+    assert [names[id(p)] for p in groups.get("angle", {"params": []})["params"]] == angles
+    assert [names[id(p)] for p in groups.get("frequency", {"params": []})["params"]] == frequencies
+    assert groups["decay"]["weight_decay"] == 0.1 and groups["decay"]["lr_scale"] == 1.0
+    assert all(g["weight_decay"] == 0.0 for k, g in groups.items() if k != "decay")
+    if frequencies:
+        assert groups["frequency"]["lr_scale"] == 0.5
+    assert sum(len(g["params"]) for g in groups.values()) == len(names)  # every parameter in exactly one group

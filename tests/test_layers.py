@@ -2,6 +2,7 @@
 
 import io
 import math
+import types
 
 import pytest
 import torch
@@ -491,3 +492,83 @@ def test_linear_and_batch_norm_still_script_with_their_width_checks():
     for layer in (cnn.ComplexLinear(4, 3), cnn.ComplexBatchNorm1d(4).eval()):
         scripted = torch.jit.script(layer)
         torch.testing.assert_close(scripted(z), layer(z))
+
+
+# ------------------------------------------------------------------------------ options off their defaults
+
+
+def test_bias_free_layers_are_their_equations_without_the_bias():
+    torch.manual_seed(0)
+    z = crandn(4, 5)
+    linear = cnn.ComplexLinear(5, 3, bias=False, dtype=D64)
+    assert linear.bias_real is None and linear.bias_imag is None
+    W = torch.complex(linear.weight_real, linear.weight_imag)
+    assert torch.allclose(linear(z), z @ W.T)  # Eq. 10 with c = d = 0
+    lstm = cnn.ComplexLSTM(4, 3, bias=False, batch_first=True, dtype=D64)
+    assert lstm.bias_real is None and sum(p.numel() for p in lstm.parameters()) == 2 * 4 * 3 * (4 + 3)
+    z_seq = crandn(2, 6, 4)
+    out, (h, c) = lstm(z_seq)
+    zero = torch.zeros(4 * 3, dtype=D64)  # Eq. 12 by hand with a zero bias
+    same = types.SimpleNamespace(hidden_size=3, share_weights=False, weight_ih_real=lstm.weight_ih_real,
+                                 weight_ih_imag=lstm.weight_ih_imag, weight_hh_real=lstm.weight_hh_real,
+                                 weight_hh_imag=lstm.weight_hh_imag, bias_real=zero, bias_imag=zero)
+    ref_out, ref_h, ref_c = lstm_by_hand(same, z_seq)
+    assert torch.allclose(out, ref_out) and torch.allclose(h[0], ref_h) and torch.allclose(c[0], ref_c)
+
+
+def test_complex_conv1d_with_stride_padding_dilation_and_no_bias_by_hand():
+    torch.manual_seed(0)
+    conv = cnn.ComplexConv1d(3, 2, 3, stride=2, padding=1, dilation=2, bias=False, dtype=D64)
+    z = crandn(2, 3, 9)
+    out = conv(z)
+    padded = F.pad(z, (1, 1))  # zero padding of both parts
+    length = (9 + 2 * 1 - 2 * (3 - 1) - 1) // 2 + 1
+    assert out.shape == (2, 2, length) == (2, 2, 4)
+    W = torch.complex(conv.weight_real, conv.weight_imag)
+    for n in range(2):
+        for o in range(2):
+            for t in range(length):
+                s = sum(W[o, c, k].item() * padded[n, c, 2 * t + 2 * k].item() for c in range(3) for k in range(3))
+                assert abs(out[n, o, t].item() - s) < 1e-10
+
+
+def test_layer_norm_without_affine_standardises_each_part():
+    norm = cnn.ComplexLayerNorm(8, elementwise_affine=False, dtype=D64)
+    assert norm.weight is None and norm.bias is None and list(norm.parameters()) == []
+    out = norm(crandn(3, 8) * 4 + (2 - 1j))
+    for part in (out.real, out.imag):
+        assert torch.allclose(part.mean(-1), torch.zeros(3, dtype=D64), atol=1e-12)
+        assert torch.allclose(part.var(-1, unbiased=False), torch.ones(3, dtype=D64), atol=1e-4)
+
+
+def test_reprs_show_the_options_that_differ_from_the_defaults():
+    assert repr(cnn.ComplexConv1d(4, 6, 3)) == "ComplexConv1d(4, 6, kernel_size=3)"
+    assert repr(cnn.ComplexConv1d(4, 6, 3, stride=2, padding=1, dilation=2, bias=False, share_weights=True)) == \
+        "ComplexConv1d(4, 6, kernel_size=3, stride=2, padding=1, dilation=2, bias=False, share_weights=True)"
+    assert repr(cnn.ComplexLSTM(4, 6)) == "ComplexLSTM(4, 6)"
+    assert repr(cnn.ComplexLSTM(4, 6, bias=False, batch_first=True, share_weights=True)) == \
+        "ComplexLSTM(4, 6, bias=False, batch_first=True, share_weights=True)"
+    assert cnn.ComplexMultiheadAttention(8, 2).extra_repr() == "embed_dim=8, num_heads=2"
+    assert cnn.ComplexMultiheadAttention(8, 2, dropout=0.1, share_weights=True).extra_repr() == \
+        "embed_dim=8, num_heads=2, dropout=0.1, share_weights=True"
+
+
+def test_attention_mask_and_shape_errors_name_the_argument_and_the_expected_form():
+    q = crandn(2, 3, 4)
+    with pytest.raises(ValueError, match=r"^query and key must share their last dimension, got 4 and 5$"):
+        CF.complex_scaled_dot_product_attention(q, crandn(2, 3, 5), q)
+    with pytest.raises(ValueError, match=r"^key and value must have the same length, got 3 and 2$"):
+        CF.complex_scaled_dot_product_attention(q, q, crandn(2, 2, 4))
+    mha = cnn.ComplexMultiheadAttention(8, 2)
+    x = torch.randn(2, 3, 8, dtype=torch.complex64)
+    with pytest.raises(TypeError, match=r"^attn_mask must be boolean \(True = not allowed\), got dtype torch.float32$"):
+        mha(x, attn_mask=torch.zeros(3, 3))
+    with pytest.raises(ValueError, match=r"^attn_mask must be \[3, 3\] or \[B \* num_heads = 4, 3, 3\], got "
+                                         r"\(2, 3, 3\)$"):
+        mha(x, attn_mask=torch.zeros(2, 3, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"^attn_mask must be \[3, 3\], got \(3, 4\)$"):
+        mha(x, attn_mask=torch.zeros(3, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"^key_padding_mask must be boolean \(True = padding\), got dtype torch.int64$"):
+        mha(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^dropout probability p must be in \[0, 1\], got 1.5$"):
+        CF.complex_dropout(x, 1.5)

@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from complexorder.checkpoint import save_checkpoint
+from complexorder.checkpoint import load_checkpoint, save_checkpoint
 from complexorder.cli import main
 from complexorder.config import config_to_dict
 from complexorder.data.multi30k import (EOS, PAD, UNK, SubwordTokenizer, WordTokenizer, filter_training_pairs,
                                         read_lines, read_parallel, split_files, tokenizer_from_state)
 from complexorder.experiments.training import count_parameters
-from complexorder.experiments.translation import (TranslationConfig, beam_search, corpus_bleu, evaluate_split,
-                                                  greedy_search, inverse_sqrt_lr, load_translator, make_batches,
-                                                  packaged_configs, resolve_config, train_translation)
+from complexorder.experiments.translation import (TranslationConfig, average_checkpoints, beam_search, corpus_bleu,
+                                                  evaluate_split, greedy_search, inverse_sqrt_lr, load_translator,
+                                                  make_batches, packaged_configs, resolve_config, train_translation)
+from complexorder.experiments.translation import _pairs_signature
 from complexorder.models.seq2seq import VARIANTS, Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 
 V = 40
@@ -805,3 +806,35 @@ def test_output_paths_are_checked_before_decoding_and_name_the_option(trained, t
         "complexorder: error: give checkpoints to average or --run-dir, not both")  # was: the checkpoint ignored
     assert main(["translate", "run", "--checkpoint", ck, "--length-penalty", "nan"]) == 2
     assert capsys.readouterr().err.strip() == "complexorder: error: --length-penalty must be a finite number, got nan"
+
+
+def test_train_limit_keeps_the_first_pairs_and_says_so(toy_data, tmp_path):
+    config = resolve_config("cpu-complex-order", {
+        "name": "limited", "model.d_model": 16, "model.nhead": 2, "model.num_encoder_layers": 1,
+        "model.num_decoder_layers": 1, "model.dim_feedforward": 32, "data.preprocessing": "word",
+        "data.min_frequency": 1, "data.max_tokens": 12, "data.train_limit": 40, "train.batch_size": 8,
+        "train.max_steps": 1, "train.warmup_steps": 1})
+    messages = []
+    train_translation(config, tmp_path / "run", toy_data, progress=False, log=messages.append)
+    folder = toy_data / "translation" / "multi30k"
+    assert f"limited: data.train_limit = 40: training on the first 40 of the 98 pairs in {folder}" in messages
+    assert any(m.startswith("limited: kept 40 of 40 training pairs") for m in messages), messages
+    ck = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
+    pairs = read_parallel(*split_files(toy_data, "train"))
+    assert ck["train_data"] == _pairs_signature(pairs[:40]) != _pairs_signature(pairs[-40:])  # the first 40
+
+
+def test_average_refuses_checkpoints_of_other_configs_and_load_refuses_weights_that_do_not_fit(trained, tmp_path):
+    run_dir, _, _, config = trained
+    last = load_checkpoint(run_dir / "last.pt", "translation")
+    other = {**last, "config": {**last["config"], "model": {**last["config"]["model"], "d_model": 32}}}
+    save_checkpoint(tmp_path / "other.pt", "translation", other["model_state"], other["config"],
+                    **{k: v for k, v in other.items() if k not in ("kind", "model_state", "config", "format",
+                                                                   "version")})
+    with pytest.raises(ValueError, match=rf"^cannot average {re.escape(str(run_dir / 'last.pt'))} and "
+                                         rf"{re.escape(str(tmp_path / 'other.pt'))}: different configs \(model.d_model"):
+        average_checkpoints([run_dir / "last.pt", tmp_path / "other.pt"], tmp_path / "avg.pt")
+    assert not (tmp_path / "avg.pt").exists()
+    with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(str(tmp_path / 'other.pt'))} does not fit a "
+                                         r"'complex-order' model: size mismatch for "):
+        load_translator(tmp_path / "other.pt")

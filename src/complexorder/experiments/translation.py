@@ -49,7 +49,7 @@ class DataConfig:
     """Pre-processing: ``"bpe"`` (joint sentencepiece, ``vocab_size``) or ``"word"`` (lower-cased words).
 
     ``max_tokens`` drops longer training pairs (never evaluation input); ``train_limit`` keeps the
-    first N training pairs (0: all; for smoke tests).
+    first N training pairs (0: all; for smoke tests), and the run's log says how many of how many.
     """
 
     preprocessing: str = "bpe"
@@ -293,7 +293,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
                              f"use another --run-dir or the same config")
     train_files = split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang)
     train_pairs = read_parallel(*train_files)
-    if config.data.train_limit:
+    if config.data.train_limit and config.data.train_limit < len(train_pairs):
+        log(f"{config.name}: data.train_limit = {config.data.train_limit:,}: training on the first "
+            f"{config.data.train_limit:,} of the {len(train_pairs):,} pairs in {train_files[0].parent}")
         train_pairs = train_pairs[:config.data.train_limit]
     valid_files = split_files(data_dir, "val", config.data.src_lang, config.data.tgt_lang)
     valid_pairs = read_parallel(*valid_files)
