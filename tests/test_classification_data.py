@@ -250,3 +250,23 @@ def test_word2vec_sizes_min_count_and_output_path_are_checked_and_named(tmp_path
     with pytest.raises(ValueError, match=r"^dim must be a positive integer, got 0$"):
         train_word2vec(sentences, tmp_path / "v.txt", dim=0, epochs=1)
     assert not (tmp_path / "v.txt").exists()
+
+
+def test_the_default_word2vec_corpus_is_every_sentence_of_the_six_sets_and_the_english_of_multi30k(shared_data,
+                                                                                                   tmp_path):
+    from complexorder.data.vectors import PAPER_DATASETS, unlabeled_sentences
+
+    classification = [t for name in PAPER_DATASETS for texts in load_dataset(name, shared_data).texts.values()
+                      for t in texts if t]
+    folder = shared_data / "translation" / "multi30k"
+    english = [t for f in ("train.en", "val.en", "test2016.en") for t in map(kim_tokenize, read_lines(folder / f)) if t]
+    got = unlabeled_sentences(shared_data)
+    assert got == classification + english and len(got) == 142_043  # the count `vectors train` printed (stop 46)
+    assert kim_tokenize("How far is it from Denver to Aspen ?") in got  # TREC's first question, without its label
+    assert not any(s[0] in {"num", "loc", "desc", "enty", "hum", "abbr"} and s[1:2] == [":"] for s in got)
+    assert unlabeled_sentences(shared_data, include_multi30k=False) == classification
+    (tmp_path / "classification").symlink_to(shared_data / "classification")  # no translation/ folder
+    with pytest.raises(FileNotFoundError, match=r"^missing data file train.en \(expected at .*translation/multi30k/"
+                                                r"train.en\); pass --no-multi30k to train on the classification "
+                                                r"sentences only$"):
+        unlabeled_sentences(tmp_path)

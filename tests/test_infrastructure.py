@@ -330,3 +330,25 @@ def test_writing_a_file_where_a_directory_is_is_a_one_line_error(tmp_path, capsy
     assert main(["demo", "--embeddings", " , "]) == 2  # used to print an empty table
     assert capsys.readouterr().err.strip() == (
         "complexorder: error: --embeddings: ' , ' names nothing; valid names: none, pe, tpe, complex-vanilla, complex-order")
+
+
+def test_every_option_of_every_command_says_what_it_does_in_its_help():
+    import argparse
+
+    from complexorder.cli import COMMANDS, build_parser
+
+    bare, commands = [], set()
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, path + [name])
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                commands.add(path[0])
+                if not (action.help or "").strip():
+                    bare.append(f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser([]), [])
+    assert commands == set(COMMANDS)  # every command was registered and walked
+    assert bare == []

@@ -117,7 +117,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else a GPU when torch "
                                      "sees one, else the CPU); not part of a unit's identity: a grid may finish "
                                      "on another device")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -131,12 +131,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     vsub = v.add_subparsers(dest="action", metavar="ACTION")
     vsub.required = True
     t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets")
-    t.add_argument("--data-dir")
+    t.add_argument("--data-dir", help="data directory whose classification/ and translation/multi30k/ sentences "
+                                      "are read (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     t.add_argument("--out", default="vectors/sg300.txt", help="output file (word2vec text format)")
-    t.add_argument("--dim", type=int, default=300)
-    t.add_argument("--epochs", type=int, default=5)
-    t.add_argument("--min-count", type=int, default=1)
-    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--dim", type=int, default=300, help="vector dimension (default: %(default)s, as GoogleNews word2vec)")
+    t.add_argument("--epochs", type=int, default=5, help="passes over the sentences (default: %(default)s, gensim's)")
+    t.add_argument("--min-count", type=int, default=1,
+                   help="ignore words rarer than this (default: %(default)s: every word gets a vector)")
+    t.add_argument("--seed", type=int, default=1, help="gensim's random seed (default: %(default)s)")
     t.add_argument("--workers", type=int, default=1,
                    help="gensim worker threads (default 1: the same vectors on every run for the same seed and "
                         "corpus); more threads are faster, but their vectors vary from run to run")
@@ -155,8 +157,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_report)
 
     d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")
-    d.add_argument("--datasets", default=",".join(DATASETS))
-    d.add_argument("--data-dir")
+    d.add_argument("--datasets", default=",".join(DATASETS),
+                   help="comma-separated data sets to fetch (default: all, %(default)s)")
+    d.add_argument("--data-dir", help="where classification/NAME/ folders are written (default: $COMPLEXORDER_DATA or "
+                                      "~/.cache/complexorder/data)")
     d.add_argument("--skip-checksum", action="store_true", help="keep files whose SHA-256 differs from the reference")
     d.set_defaults(func=run_download)
 

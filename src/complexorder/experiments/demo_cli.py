@@ -14,12 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="train the five embeddings on the built-in word-order task (no data needed)",
                        description="A 1-layer Transformer classifier learns whether marker A comes before marker B. "
                                    "The bag of words is the same for both labels, so models without positions "
-                                   "stay at chance. Runs in about a minute on 2 CPU cores.")
+                                   "stay at chance. Runs in under a minute on 2 idle CPU cores.")
     p.add_argument("--embeddings", default=",".join(EMBEDDINGS),
                    help="comma-separated embeddings to compare (default: all five)")
-    p.add_argument("--epochs", type=int, default=DemoConfig.epochs)
-    p.add_argument("--train-size", type=int, default=DemoConfig.train_size)
-    p.add_argument("--seed", type=int, default=DemoConfig.seed)
+    p.add_argument("--epochs", type=int, default=DemoConfig.epochs, help="training epochs (default: %(default)s)")
+    p.add_argument("--train-size", type=int, default=DemoConfig.train_size,
+                   help="training sequences (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=DemoConfig.seed,
+                   help="seed of the data and of every model (default: %(default)s)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice; "
                                                "use 1 when other jobs keep the cores busy)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
