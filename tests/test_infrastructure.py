@@ -352,3 +352,48 @@ def test_every_option_of_every_command_says_what_it_does_in_its_help():
     walk(build_parser([]), [])
     assert commands == set(COMMANDS)  # every command was registered and walked
     assert bare == []
+
+
+def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key():
+    from typing import Literal
+
+    from complexorder.config import config_from_dict
+
+    @dataclass
+    class Inner:
+        size: int = 1
+
+    @dataclass
+    class Settings:
+        name: str = "x"
+        flag: bool = False
+        mode: Literal["a", "b"] = "a"
+        widths: list[int] = field(default_factory=list)
+        extra: dict = field(default_factory=dict)
+        inner: Inner = field(default_factory=Inner)
+        limit: int | None = None
+
+    ok = config_from_dict({"widths": [1, 2], "extra": {"k": 1}, "inner": {"size": 3}, "limit": None}, Settings)
+    assert ok == Settings(widths=[1, 2], extra={"k": 1}, inner=Inner(3), limit=None)
+    for data, message in (
+            ({"name": 3}, "config.name: expected a string, got 3"),
+            ({"flag": 1}, "config.flag: expected true or false, got 1"),
+            ({"mode": "c"}, "config.mode: must be one of 'a', 'b', got 'c'"),
+            ({"widths": 3}, "config.widths: expected a list, got 3"),
+            ({"widths": [1, "2"]}, "config.widths[1]: expected an integer, got '2'"),
+            ({"extra": [1]}, "config.extra: expected a table, got [1]"),
+            ({"inner": 2}, "config.inner: expected a table, got 2"),
+            ({"inner": {"size": True}}, "config.inner.size: expected an integer, got True"),
+            ({"limit": "ten"}, "config.limit: expected an integer, got 'ten'")):
+        with pytest.raises(ValueError) as info:
+            config_from_dict(data, Settings)
+        assert str(info.value) == message
+    with pytest.raises(ValueError, match=r"^config: expected a table of settings, got list$"):
+        config_from_dict([1], Settings)
+
+    @dataclass
+    class Required:
+        needed: int
+
+    with pytest.raises(ValueError, match=r"^config: .*missing 1 required positional argument: 'needed'$"):
+        config_from_dict({}, Required)

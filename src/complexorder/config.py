@@ -63,13 +63,13 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
         if value not in args:
             raise ValueError(f"{where}: must be one of {', '.join(repr(a) for a in args)}, got {value!r}")
         return value
-    if origin in (list, tuple):
+    if origin in (list, tuple) or tp in (list, tuple):  # list[int], or a bare list
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"{where}: expected a list, got {value!r}")
         item = args[0] if args else Any
         items = [_check_value(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else items
-    if origin is dict:
+        return tuple(items) if tuple in (origin, tp) else items
+    if origin is dict or tp is dict:  # dict[str, int], or a bare dict
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a table, got {value!r}")
         return dict(value)

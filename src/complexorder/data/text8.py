@@ -264,8 +264,8 @@ def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int
     sources = []
     replaced_total = 0
     for rel, kind in PROXY_SOURCES:
-        path = require_file(source_dir / rel, f"the proxy corpus reads the shared data set files listed in "
-                                              f"complexorder.data.text8.PROXY_SOURCES")
+        path = require_file(source_dir / rel, "the proxy corpus reads the shared data set files listed in "
+                                              "complexorder.data.text8.PROXY_SOURCES")
         lines, fallback = read_lines(path)
         stats = {"path": rel, "lines": 0, "kept": 0, "duplicates": 0, "empty": 0, "non_utf8_lines": fallback}
         for line in lines:
