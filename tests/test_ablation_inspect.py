@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 import struct
 
 import pytest
@@ -61,7 +62,7 @@ def classifier_checkpoint(tmp_path, embedding="complex-order", options=None, voc
     vocab = vocab or ["<pad>", "<unk>", "worst", "solid", "film", "the"]
     torch.manual_seed(0)
     model = build_model_from_config(config, len(vocab), 2, 20)
-    if embedding == "complex-order":
+    if embedding == "complex-order" and model.embedding.frequency.shape[0] == len(vocab):  # not word-shared
         with torch.no_grad():
             model.embedding.frequency.copy_(torch.tensor(
                 [[0, 0, 0, 0], [9, 9, 9, 9], [1.0, -2.0, 3.0, -2.0], [0.1, 0.1, -0.1, 0.1], [0.5, 0.5, 0.5, 0.5],
@@ -100,6 +101,18 @@ def test_inspect_writes_the_figures_and_table7(tmp_path):
     assert "| greatest δ, descending | worst film the |" in table or "| greatest δ, descending | worst film solid |" in table
     assert logs[0].startswith("greatest δ: worst film")
     assert written["dims"] == [0, 3, 2]  # |ω| of "worst" = 1, 2, 3, 2: slowest dim 0, middle (stable) 3, fastest 2
+
+
+def test_inspect_of_word_shared_frequencies_says_that_delta_is_the_same_for_every_word(tmp_path):
+    path, model = classifier_checkpoint(tmp_path, options={"frequency_sharing": "word"})
+    assert tuple(model.embedding.frequency.shape) == (1, 4)
+    logs = []
+    written = inspect_checkpoint(path, tmp_path / "out", k=2, log=logs.append)
+    note = "frequencies are shared by all words (word-sharing): δ is the same for every word"
+    assert f"Note: {note}." in written["table"].read_text() and f"note: {note}" in logs
+    assert "Every word starts from the sinusoidal frequencies" not in written["table"].read_text()
+    plain = inspect_checkpoint(classifier_checkpoint(tmp_path / "p")[0], tmp_path / "out2", k=2, log=lambda m: None)
+    assert "Note:" not in plain["table"].read_text()
 
 
 def test_inspect_cli_writes_under_runs_inspect_by_default(tmp_path, monkeypatch):
@@ -403,3 +416,21 @@ def test_every_classification_explore_config_loads_and_plans():
     for path in files:  # a Table 4 explore config extends the ablation grid, the others the classification grid
         task = "ablation" if 'extends = "table4"' in path.read_text() else "classification"
         assert plan_units(config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path))), path
+
+
+def test_table4_names_rows_without_a_common_seed_and_rows_mixing_settings():
+    grid = ablation_grid()
+    top, phases = grid.resolved_variants()[:2]
+    records = [ablation_record(grid, top, seed, 0.80 + 0.002 * seed) for seed in (1, 2)]
+    # "adding initial phases" on seeds 3, 4 only: Δ is the difference of the means, marked as unpaired
+    records += [ablation_record(grid, phases, seed, 0.78 + 0.002 * seed) for seed in (3, 4)]
+    text = render_table4(records)
+    # complex-order 0.802 / 0.804 (mean 0.803), the row 0.786 / 0.788 (mean 0.787): -0.016
+    assert "| 0.787 ± 0.001 | 2 | -0.016 (no common seed) | 0.785 | -0.028 |" in text
+    assert "Rows mixing settings" not in text
+    # a unit of the first row re-trained with other settings (e.g. another results file): the rows say so
+    other = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, epochs=grid.transformer.epochs + 1))
+    records.append(ablation_record(other, top, 3, 0.81))
+    text = render_table4(records)
+    assert "**Rows mixing settings.**" in text
+    assert re.search(r"^- SST2 transformer complex-order: 2 different settings \(\w+, \w+\)$", text, re.M), text
