@@ -132,6 +132,25 @@ def test_atomic_write_to_an_unwritable_place(tmp_path):
         atomic_write_text(blocker / "x.txt", "hi")
 
 
+@pytest.mark.parametrize("fail_in, error", [("fsync", OSError("disk full")), ("replace", KeyboardInterrupt())])
+def test_an_interrupted_atomic_write_keeps_the_old_file_and_leaves_no_temporary_file(fail_in, error, tmp_path,
+                                                                                        monkeypatch):
+    import complexorder.checkpoint as checkpoint
+
+    target = tmp_path / "results.jsonl"
+    target.write_text("finished result\n")
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(checkpoint.os, fail_in, fail)
+    with pytest.raises(type(error)):
+        atomic_write_text(target, "half of a new file")
+    monkeypatch.undo()
+    assert target.read_text() == "finished result\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]  # the .tmp file was removed
+
+
 def test_read_jsonl_names_a_file_that_is_not_text(tmp_path):
     path = tmp_path / "model.pt"
     path.write_bytes(b"PK\x03\x04\xff\xfe binary")
