@@ -416,3 +416,27 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key():
 
     with pytest.raises(ValueError, match=r"^config: .*missing 1 required positional argument: 'needed'$"):
         config_from_dict({}, Required)
+
+
+def test_ctrl_c_says_finished_results_are_kept_and_exits_130(monkeypatch, capsys):
+    import complexorder.experiments.demo_cli as demo_cli
+    from complexorder.cli import main
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo_cli, "run", interrupted)
+    assert main(["demo"]) == 130
+    assert capsys.readouterr().err == "complexorder: interrupted; finished results are kept\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_status(shared_data, tmp_path):
+    import subprocess
+    import sys
+
+    # `true` exits without reading, long before the command (which first imports torch) writes its list of units
+    script = (f"set -o pipefail; {sys.executable} -m complexorder.cli classify --dry-run --data-dir {shared_data} "
+              f"--results {tmp_path / 'none.jsonl'} | true")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 141 and done.stderr == ""  # no BrokenPipeError traceback
