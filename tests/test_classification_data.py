@@ -115,11 +115,12 @@ def test_vocabulary_from_training_text_only():
     assert vocab.encode(["a", "zzz"]).tolist() == [3, 1] and vocab.encode([]).tolist() == [1]
 
 
-def test_bucketed_batches_cover_every_example_once():
+@pytest.mark.parametrize("bucket, shuffle", [(True, True), (True, False), (False, True), (False, False)])
+def test_bucketed_batches_cover_every_example_once(bucket, shuffle):
     data = EncodedDataset([torch.arange(1, n + 1) for n in (torch.arange(100) % 17 + 1).tolist()], torch.arange(100))
     g = torch.Generator().manual_seed(0)
     seen = []
-    for tokens, labels in iterate_batches(data, 8, shuffle=True, generator=g, bucket=True, bucket_batches=4,
+    for tokens, labels in iterate_batches(data, 8, shuffle=shuffle, generator=g, bucket=bucket, bucket_batches=4,
                                           min_length=5):
         assert tokens.shape[1] >= 5
         seen.extend(labels.tolist())
@@ -127,6 +128,21 @@ def test_bucketed_batches_cover_every_example_once():
             n = len(data.sequences[label])
             assert torch.equal(row[:n], data.sequences[label]) and (row[n:] == 0).all()
     assert sorted(seen) == list(range(100))
+    if not (bucket or shuffle):
+        assert seen == list(range(100))  # the data's own order
+    elif not bucket:
+        assert seen != list(range(100))
+
+
+def test_encoded_dataset_subset_length_and_mismatch():
+    data = EncodedDataset([torch.tensor([5, 6, 7]), torch.tensor([8]), torch.tensor([9, 9])], torch.tensor([1, 0, 1]))
+    part = data.subset([2, 0])
+    assert len(part) == 2 and part.labels.tolist() == [1, 1] and torch.equal(part.sequences[1], torch.tensor([5, 6, 7]))
+    assert data.max_length() == 3 and EncodedDataset([], torch.tensor([], dtype=torch.long)).max_length() == 0
+    with pytest.raises(ValueError, match=r"^3 sequences but 2 labels$"):
+        EncodedDataset(data.sequences, torch.tensor([1, 0]))
+    with pytest.raises(ValueError, match=r"^batch_size must be positive, got 0$"):
+        next(iterate_batches(data, 0))
 
 
 def test_word2vec_with_one_worker_is_reproducible_and_bad_workers_are_rejected(tmp_path):
