@@ -440,3 +440,54 @@ def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_statu
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 141 and done.stderr == ""  # no BrokenPipeError traceback
+
+
+def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(shared_data, tmp_path):
+    """The archives `complexorder download` fetches, rebuilt in their upstream layout from the reference files and
+    left in the download cache (so no network): tar.gz members, zip members, plain files and a header to strip."""
+    import io
+    import tarfile
+    import zipfile
+
+    from complexorder.data.download import sha256_of
+    from complexorder.data.sources import download_dataset
+
+    ref = shared_data / "classification"
+    cache = tmp_path / "downloads"
+    cache.mkdir()
+    with tarfile.open(cache / "rt-polaritydata.tar.gz", "w:gz") as tf:
+        for name in ("rt-polarity.pos", "rt-polarity.neg"):
+            tf.add(ref / "MR" / name, arcname=f"rt-polaritydata/{name}")
+    with zipfile.ZipFile(cache / "datasmall_NB_ACL12.zip", "w") as zf:
+        for name in ("custrev.pos", "custrev.neg"):
+            zf.write(ref / "CR" / name, f"data/customerr/{name}")
+    with zipfile.ZipFile(cache / "SST-2.zip", "w") as zf:
+        zf.writestr("SST-2/train.tsv", b"sentence\tlabel\n" + (ref / "SST2" / "phrases.train.tsv").read_bytes())
+    for name in ("stsa.binary.dev", "stsa.binary.test"):
+        (cache / name).write_bytes((ref / "SST2" / name).read_bytes())
+    logs = []
+    for name, files in (("MR", ("rt-polarity.pos", "rt-polarity.neg")), ("CR", ("custrev.pos", "custrev.neg")),
+                        ("SST2", ("stsa.binary.dev", "stsa.binary.test", "phrases.train.tsv"))):
+        written = download_dataset(name, tmp_path, log=logs.append)
+        assert sorted(p.name for p in written) == sorted(files)
+        for f in files:  # byte for byte the reference files, header stripped
+            assert sha256_of(tmp_path / "classification" / name / f) == sha256_of(ref / name / f)
+    assert download_dataset("MR", tmp_path, log=logs.append) == []  # present and valid: kept, nothing fetched
+    assert len(logs) == 5  # one "downloading URL" line per source read
+    # a member whose bytes differ from the reference is refused and not saved
+    (tmp_path / "classification" / "MR" / "rt-polarity.neg").unlink()
+    with tarfile.open(cache / "rt-polaritydata.tar.gz", "w:gz") as tf:
+        for name in ("rt-polarity.pos", "rt-polarity.neg"):
+            data = (ref / "MR" / name).read_bytes().replace(b"the ", b"teh ", 1)
+            info = tarfile.TarInfo(f"rt-polaritydata/{name}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    with pytest.raises(ValueError, match=r"^checksum mismatch for MR/rt-polarity.neg from https://www.cs.cornell.edu/"
+                                         r"people/pabo/movie-review-data/rt-polaritydata.tar.gz: expected sha256 \w+, "
+                                         r"got \w+; not saved \(the archive was read from .*downloads/rt-polaritydata.tar.gz: delete it "
+                                         r"to download it "
+                                         r"again, or use --skip-checksum to keep the file\)$"):
+        download_dataset("MR", tmp_path, log=lambda *_: None)
+    assert not (tmp_path / "classification" / "MR" / "rt-polarity.neg").exists()
+    kept = download_dataset("MR", tmp_path, verify=False, log=lambda *_: None)
+    assert [p.name for p in kept] == ["rt-polarity.neg"] and b"teh " in kept[0].read_bytes()
