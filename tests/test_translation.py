@@ -838,3 +838,34 @@ def test_average_refuses_checkpoints_of_other_configs_and_load_refuses_weights_t
     with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(str(tmp_path / 'other.pt'))} does not fit a "
                                          r"'complex-order' model: size mismatch for "):
         load_translator(tmp_path / "other.pt")
+
+
+def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(shared_data, tmp_path):
+    """Offline: the gzip files `download_multi30k` fetches, rebuilt from ../shared/data and left where it caches them."""
+    import gzip
+
+    from complexorder.data.multi30k import download_multi30k
+
+    ref = shared_data / "translation" / "multi30k"
+    cache = tmp_path / "translation" / "multi30k" / ".download"
+    cache.mkdir(parents=True)
+    names = [f"{split}.{lang}" for split in ("train", "val", "test2016") for lang in ("en", "de")]
+    for name in names:
+        (cache / f"{name}.gz").write_bytes(gzip.compress((ref / name).read_bytes()))
+    folder = download_multi30k(tmp_path)
+    assert all((folder / n).read_bytes() == (ref / n).read_bytes() for n in names)
+    assert list(cache.iterdir()) == []  # each archive removed once its file is in place
+    assert download_multi30k(tmp_path) == folder  # present and valid: nothing to fetch
+    # a cached "archive" that is not gzip (a proxy's error page): a one-line error, and it is not kept
+    (folder / "val.de").unlink()
+    (cache / "val.de.gz").write_bytes(b"<html>proxy error</html>")
+    with pytest.raises(ValueError, match=r"^https://\S+ did not give a readable gzip file \(.*\); removed "
+                                         r".*val.de.gz, so the next run downloads it again$"):
+        download_multi30k(tmp_path)
+    assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
+    # an archive whose text differs from the reference: refused, not saved, not kept
+    (cache / "val.de.gz").write_bytes(gzip.compress((ref / "val.de").read_bytes() + b"extra line\n"))
+    with pytest.raises(ValueError, match=r"^checksum mismatch for https://\S+ \(uncompressed\): expected sha256 \w+, "
+                                         r"got \w+$"):
+        download_multi30k(tmp_path)
+    assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()

@@ -300,7 +300,12 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
                 continue
             url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
             archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir")
-            data = gzip.decompress(archive.read_bytes())
+            try:
+                data = gzip.decompress(archive.read_bytes())
+            except (OSError, EOFError) as exc:  # not gzip (e.g. a proxy's HTML page) or cut short
+                archive.unlink()
+                raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
+                                 "next run downloads it again") from None
             got = hashlib.sha256(data).hexdigest()
             if got != expected:
                 archive.unlink()
