@@ -412,6 +412,23 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"other: text8 has 20 characters of one byte each, this file 21 bytes; "
                                          r"is it the right file\?"):
         t8.prepare_text8(tmp_path / "other", tmp_path / "out3")
+    # text8.zip as Mahoney distributes it: the same splits from its 'text8' member
+    with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
+        zf.writestr("text8", data)
+    assert t8.prepare_text8(tmp_path / "text8.zip", tmp_path / "out4")["verified"] is True
+    assert all((tmp_path / "out4" / f).read_bytes() == (tmp_path / "out2" / f).read_bytes()
+               for f in ("train.txt", "valid.txt", "test.txt"))
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as zf:
+        zf.writestr("enwik8", data)
+    with pytest.raises(ValueError, match=r"other.zip: zip archive without a 'text8' member \(has \['enwik8'\]\)$"):
+        t8.prepare_text8(tmp_path / "other.zip", tmp_path / "out5")
+    # --download --skip-checksum with a text8.zip of the wrong size already there: named, and removed
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl" / "text8.zip").write_bytes(b"<html>proxy error</html>")
+    with pytest.raises(ValueError, match=rf"^downloaded {t8.TEXT8_URL} has 24 bytes, expected "
+                                         rf"{t8.TEXT8_ZIP_BYTES:,}; file removed$"):
+        t8.download_text8(tmp_path / "dl", sha256=None)
+    assert not (tmp_path / "dl" / "text8.zip").exists()
 
 
 # --------------------------------------------------------------------------------------
