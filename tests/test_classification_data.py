@@ -165,6 +165,15 @@ def test_word2vec_with_one_worker_is_reproducible_and_bad_workers_are_rejected(t
     assert not (tmp_path / "c.txt").exists()
 
 
+@pytest.mark.parametrize("first_line", [b"vectors\n", b"\xff\xfe\x00binary\n", b"300\n", b"\n"])
+def test_a_vectors_file_whose_format_cannot_be_told_is_a_one_line_error_naming_the_option(first_line, tmp_path):
+    (tmp_path / "v.dat").write_bytes(first_line + b"cat 1 2 3\n")
+    with pytest.raises(ValueError, match=rf"^vectors file {tmp_path / 'v.dat'}: cannot tell its format from the first "
+                                         r"line; expected word2vec \('<count> <dim>' header\) or GloVe \('<word> <v1> "
+                                         r"<v2> \.\.\.'\); pass --vectors-format \(or set vectors_format in the config\)$"):
+        load_word_vectors(tmp_path / "v.dat")
+
+
 def test_word_vectors_in_three_formats(tmp_path):
     vocab = Vocabulary(["cat", "dog", "emu"])
     (tmp_path / "v.txt").write_text("2 3\ncat 1 2 3\ndog 4 5 6\n")
