@@ -869,3 +869,32 @@ def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(share
                                          r"got \w+$"):
         download_multi30k(tmp_path)
     assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
+
+
+def test_translate_train_and_eval_from_the_command_line(toy_data, tmp_path, capsys):
+    sets = ["name=toy-cli", "model.d_model=16", "model.nhead=2", "model.num_encoder_layers=1",
+            "model.num_decoder_layers=1", "model.dim_feedforward=32", "data.preprocessing=word", "data.min_frequency=1",
+            "data.max_tokens=12", "train.batch_size=8", "train.max_steps=3", "train.warmup_steps=1",
+            "decode.beam_size=2"]
+    argv = ["translate", "train", "--config", "cpu-complex-order", "--run-dir", str(tmp_path / "run"),
+            "--data-dir", str(toy_data), "--no-progress"] + [a for s in sets for a in ("--set", s)]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    summary = json.loads(out.out)
+    assert summary["step"] == 3 and "toy-cli: done after 3 steps" in out.err
+    ck = load_checkpoint(tmp_path / "run" / "last.pt", "translation")
+    assert ck["config"]["name"] == "toy-cli" and ck["config"]["model"]["d_model"] == 16  # ints and bare strings
+    assert ck["config"]["decode"]["beam_size"] == 2
+    hyp, results = tmp_path / "val.hyp", tmp_path / "results.jsonl"
+    assert main(["translate", "eval", "--checkpoint", str(tmp_path / "run" / "last.pt"), "--split", "val",
+                 "--data-dir", str(toy_data), "--hypotheses", str(hyp), "--results", str(results),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(results.read_text())
+    assert len(hyp.read_text().splitlines()) == 8 == record["sentences"]  # one line per val sentence
+    assert record["split"] == "val" and record["config"]["name"] == "toy-cli" and record["beam_size"] == 2
+    assert f"tokenized lower-cased BLEU {record['bleu_tok_lc']:.2f}" in printed
+    for bad in ("train.max_steps", "=3"):
+        assert main(["translate", "train", "--config", "cpu-complex-order", "--set", bad]) == 2
+        assert capsys.readouterr().err.strip() == (f"complexorder: error: --set {bad!r}: expected KEY=VALUE, "
+                                                   "e.g. train.max_steps=2000")
