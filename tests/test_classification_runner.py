@@ -829,3 +829,16 @@ def test_vectors_read_in_the_wrong_format_say_which_format_the_file_looks_like(t
     glove = tmp_path / "glove.txt"
     glove.write_text("".join(line + "\n" for line in vectors.read_text().splitlines()[1:]))
     assert vectors_dimension(glove) == 8
+
+
+def test_epochs_option_overrides_every_model_and_must_be_positive(capsys):
+    from complexorder.cli import build_parser, main
+    from complexorder.experiments.classification_cli import load_grid
+
+    argv = ["classify", "--epochs", "3", "--datasets", "MR"]
+    grid = load_grid(build_parser(argv).parse_args(argv))
+    assert [getattr(grid, m).epochs for m in ("fasttext", "cnn", "lstm", "transformer")] == [3, 3, 3, 3]
+    default = load_grid(build_parser(["classify"]).parse_args(["classify"]))
+    assert [getattr(default, m).epochs for m in ("fasttext", "cnn", "lstm", "transformer")] == [20, 15, 15, 15]
+    assert main(["classify", "--epochs", "0", "--dry-run"]) == 2
+    assert capsys.readouterr().err.strip() == "complexorder: error: --epochs must be positive, got 0"
