@@ -229,3 +229,23 @@ def test_transformer_readout_errors_and_real_layers_ignore_it():
         default = make("transformer", emb_name, dropout=0.0, **kw).eval()
         assert chosen.readout == "modulus-of-mean" and "readout" not in repr(chosen)
         torch.testing.assert_close(chosen(tokens), default(tokens))
+
+
+def test_the_demo_separates_order_aware_from_order_blind_embeddings(capsys):
+    """The README's main job, shortened (4 epochs, 1,000 sequences): the bag of words stays at chance on the
+    word-order task, complex-order learns it."""
+    from complexorder.cli import main
+
+    assert main(["demo", "--embeddings", "none,complex-order", "--epochs", "4", "--train-size", "1000",
+                 "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Word-order task: is A before B? 1000 training sequences")
+    assert lines[1] == "| embedding | test accuracy | parameters | seconds |"
+    rows = {cells[1].strip(): float(cells[2]) for cells in (line.split("|") for line in lines[3:])}
+    assert set(rows) == {"none", "complex-order"}
+    assert rows["none"] < 0.6 and rows["complex-order"] > 0.9  # measured: 0.484 and 0.981
+    for argv, message in ((["--embeddings", "none,wave"], "--embeddings: unknown embedding 'wave'; valid names: "
+                                                          "none, pe, tpe, complex-vanilla, complex-order"),
+                          (["--epochs", "0"], "--epochs and --train-size must be positive")):
+        assert main(["demo"] + argv) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
