@@ -491,3 +491,32 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
     assert not (tmp_path / "classification" / "MR" / "rt-polarity.neg").exists()
     kept = download_dataset("MR", tmp_path, verify=False, log=lambda *_: None)
     assert [p.name for p in kept] == ["rt-polarity.neg"] and b"teh " in kept[0].read_bytes()
+
+
+def test_device_names_torch_knows_but_we_do_not_run_on_and_absent_gpus_are_named(monkeypatch):
+    from complexorder.environment import resolve_device
+
+    monkeypatch.delenv("COMPLEXORDER_DEVICE", raising=False)
+    with pytest.raises(ValueError, match=r"^--device: expected auto, cpu, cuda or cuda:N, got 'meta'$"):
+        resolve_device("meta")  # a valid torch device, not one to train on
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a one-GPU machine
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("cuda:0") == torch.device("cuda:0")
+    with pytest.raises(ValueError, match=r"^--device cuda:3: only 1 CUDA device\(s\) visible$"):
+        resolve_device("cuda:3")
+
+
+def test_a_bare_cpu_random_state_from_an_older_checkpoint_is_restored():
+    from complexorder.environment import rng_state, set_rng_state
+
+    torch.manual_seed(3)
+    bare = torch.get_rng_state()  # what checkpoints held before rng_state() returned a dict
+    expected = torch.rand(3)
+    torch.manual_seed(4)
+    set_rng_state(bare, torch.device("cpu"))
+    assert torch.equal(torch.rand(3), expected)
+    state = rng_state(torch.device("cpu"))
+    assert set(state) == {"cpu"}
+    after = torch.rand(3)
+    set_rng_state(state, torch.device("cpu"))
+    assert torch.equal(torch.rand(3), after)
