@@ -842,3 +842,17 @@ def test_epochs_option_overrides_every_model_and_must_be_positive(capsys):
     assert [getattr(default, m).epochs for m in ("fasttext", "cnn", "lstm", "transformer")] == [20, 15, 15, 15]
     assert main(["classify", "--epochs", "0", "--dry-run"]) == 2
     assert capsys.readouterr().err.strip() == "complexorder: error: --epochs must be positive, got 0"
+
+
+def test_report_names_a_figure_data_set_the_results_do_not_hold_and_an_empty_results_file(tmp_path):
+    from complexorder.experiments.report import load_results, plot_epoch_times, write_report
+
+    committed = Path(__file__).resolve().parents[1] / "benchmarks/results/table2_subj_vectors_2d457d48.jsonl"
+    records = load_results([committed])
+    with pytest.raises(ValueError, match=r"^no results for data set 'TREC' to plot; the results hold SUBJ$"):
+        plot_epoch_times(records, tmp_path / "f.png", dataset="TREC")
+    assert not (tmp_path / "f.png").exists()
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ValueError, match=rf"^no results in {re.escape(str(tmp_path / 'empty.jsonl'))}$"):
+        write_report([tmp_path / "empty.jsonl"], tmp_path / "t.md")
+    assert not (tmp_path / "t.md").exists()
