@@ -299,15 +299,17 @@ def test_merge_overrides_checks_each_key_against_the_config_class_and_the_file()
         merge_overrides({}, {"train.lrr": 0.01}, LMConfig)
 
 
-def test_a_broken_cached_archive_is_named_with_what_to_do(tmp_path):
+def test_a_broken_cached_archive_is_named_and_removed_so_the_next_run_downloads_it_again(tmp_path):
     from complexorder.data.sources import download_dataset
 
     cache = tmp_path / "downloads"
     cache.mkdir()
     (cache / "rt-polaritydata.tar.gz").write_bytes(b"<html>proxy error</html>")  # kept by an earlier attempt
-    with pytest.raises(ValueError, match=r"rt-polaritydata.tar.gz is not a readable archive \(.*\) \(archive read "
-                                         r"from .*downloads/rt-polaritydata.tar.gz; delete it to download it again\)"):
+    with pytest.raises(ValueError, match=r"^https://\S+/rt-polaritydata.tar.gz is not a readable archive \(.*\); "
+                                         r"removed .*downloads/rt-polaritydata.tar.gz, so the next run downloads it "
+                                         r"again$"):
         download_dataset("MR", tmp_path, log=lambda *_: None)
+    assert list(cache.iterdir()) == []
 
 
 def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
@@ -391,9 +393,15 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key():
         extra: dict = field(default_factory=dict)
         inner: Inner = field(default_factory=Inner)
         limit: int | None = None
+        ratio: float = 0.5
+        names: list = field(default_factory=list)
+        pair: tuple = ()
 
-    ok = config_from_dict({"widths": [1, 2], "extra": {"k": 1}, "inner": {"size": 3}, "limit": None}, Settings)
-    assert ok == Settings(widths=[1, 2], extra={"k": 1}, inner=Inner(3), limit=None)
+    ok = config_from_dict({"widths": [1, 2], "extra": {"k": 1}, "inner": {"size": 3}, "limit": None, "ratio": 2,
+                           "names": ["a", 1], "pair": [1, "b"]}, Settings)
+    assert ok == Settings(widths=[1, 2], extra={"k": 1}, inner=Inner(3), limit=None, ratio=2.0, names=["a", 1],
+                          pair=(1, "b"))
+    assert isinstance(ok.ratio, float) and isinstance(ok.pair, tuple) and isinstance(ok.names, list)
     for data, message in (
             ({"name": 3}, "config.name: expected a string, got 3"),
             ({"flag": 1}, "config.flag: expected true or false, got 1"),
@@ -403,7 +411,11 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key():
             ({"extra": [1]}, "config.extra: expected a table, got [1]"),
             ({"inner": 2}, "config.inner: expected a table, got 2"),
             ({"inner": {"size": True}}, "config.inner.size: expected an integer, got True"),
-            ({"limit": "ten"}, "config.limit: expected an integer, got 'ten'")):
+            ({"limit": "ten"}, "config.limit: expected an integer, got 'ten'"),
+            ({"ratio": "x"}, "config.ratio: expected a number, got 'x'"),
+            ({"ratio": True}, "config.ratio: expected a number, got True"),
+            ({"names": "a"}, "config.names: expected a list, got 'a'"),
+            ({"pair": {"a": 1}}, "config.pair: expected a list, got {'a': 1}")):
         with pytest.raises(ValueError) as info:
             config_from_dict(data, Settings)
         assert str(info.value) == message
@@ -458,7 +470,7 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
     with tarfile.open(cache / "rt-polaritydata.tar.gz", "w:gz") as tf:
         for name in ("rt-polarity.pos", "rt-polarity.neg"):
             tf.add(ref / "MR" / name, arcname=f"rt-polaritydata/{name}")
-    with zipfile.ZipFile(cache / "datasmall_NB_ACL12.zip", "w") as zf:
+    with zipfile.ZipFile(cache / "datasmall_NB_ACL12.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name in ("custrev.pos", "custrev.neg"):
             zf.write(ref / "CR" / name, f"data/customerr/{name}")
     with zipfile.ZipFile(cache / "SST-2.zip", "w") as zf:
@@ -474,6 +486,17 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
             assert sha256_of(tmp_path / "classification" / name / f) == sha256_of(ref / name / f)
     assert download_dataset("MR", tmp_path, log=logs.append) == []  # present and valid: kept, nothing fetched
     assert len(logs) == 5  # one "downloading URL" line per source read
+    # archives with intact headers and damaged compressed bodies (zlib errors, not only "not an archive")
+    for name, archive in (("CR", "datasmall_NB_ACL12.zip"), ("MR", "rt-polaritydata.tar.gz")):
+        (tmp_path / "classification" / name).rename(tmp_path / f"{name}-done")
+        blob = bytearray((cache / archive).read_bytes())
+        blob[200:260] = bytes(b ^ 0x5A for b in blob[200:260])
+        (cache / archive).write_bytes(bytes(blob))
+        with pytest.raises(ValueError, match=rf"is not a readable archive \(.*\); removed .*{archive}, so the next "
+                                             r"run downloads it again$"):
+            download_dataset(name, tmp_path, log=lambda *_: None)
+        assert not (cache / archive).exists()
+        (tmp_path / f"{name}-done").rename(tmp_path / "classification" / name)
     # a member whose bytes differ from the reference is refused and not saved
     (tmp_path / "classification" / "MR" / "rt-polarity.neg").unlink()
     with tarfile.open(cache / "rt-polaritydata.tar.gz", "w:gz") as tf:

@@ -779,4 +779,5 @@ def test_optimizer_groups_never_decay_angles_and_scale_only_the_frequencies(embe
     assert all(g["weight_decay"] == 0.0 for k, g in groups.items() if k != "decay")
     if frequencies:
         assert groups["frequency"]["lr_scale"] == 0.5
-    assert sum(len(g["params"]) for g in groups.values()) == len(names)  # every parameter in exactly one group
+    grouped = [id(p) for g in groups.values() for p in g["params"]]
+    assert sorted(grouped) == sorted(names)  # every parameter in exactly one group

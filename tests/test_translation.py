@@ -863,6 +863,14 @@ def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(share
                                          r".*val.de.gz, so the next run downloads it again$"):
         download_multi30k(tmp_path)
     assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
+    # a gzip file with an intact header and a damaged body (a zlib error): the same
+    blob = bytearray(gzip.compress((ref / "val.de").read_bytes()))
+    blob[20:40] = bytes(b ^ 0xFF for b in blob[20:40])
+    (cache / "val.de.gz").write_bytes(bytes(blob))
+    with pytest.raises(ValueError, match=r"did not give a readable gzip file \(.*\); removed .*val.de.gz, so the "
+                                         r"next run downloads it again$"):
+        download_multi30k(tmp_path)
+    assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
     # an archive whose text differs from the reference: refused, not saved, not kept
     (cache / "val.de.gz").write_bytes(gzip.compress((ref / "val.de").read_bytes() + b"extra line\n"))
     with pytest.raises(ValueError, match=r"^checksum mismatch for https://\S+ \(uncompressed\): expected sha256 \w+, "

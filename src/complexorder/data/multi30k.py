@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import io
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -300,9 +301,10 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
                 continue
             url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
             archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir")
+            blob = archive.read_bytes()
             try:
-                data = gzip.decompress(archive.read_bytes())
-            except (OSError, EOFError) as exc:  # not gzip (e.g. a proxy's HTML page) or cut short
+                data = gzip.decompress(blob)
+            except (OSError, EOFError, zlib.error) as exc:  # not gzip (a proxy's HTML page), cut short or damaged
                 archive.unlink()
                 raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
                                  "next run downloads it again") from None

@@ -10,6 +10,7 @@ import hashlib
 import io
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,9 +89,12 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
         for target, member in targets.items():
             try:
                 data = _extract(blob, source, member)
-            except (ValueError, zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
-                reason = str(exc) if isinstance(exc, ValueError) else f"{source.url} is not a readable archive ({exc})"
-                raise ValueError(f"{reason} (archive read from {archive}; delete it to download it again)") from None
+            except ValueError as exc:  # a member missing: the upstream archive changed, downloading again won't help
+                raise ValueError(f"{exc} (archive read from {archive}; delete it to download it again)") from None
+            except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                archive.unlink()  # not an archive (a proxy's HTML page), cut short or damaged: never reuse it
+                raise ValueError(f"{source.url} is not a readable archive ({exc}); removed {archive}, so the next "
+                                 "run downloads it again") from None
             if source.strip_header:
                 data = data.split(b"\n", 1)[1] if b"\n" in data else b""
             got = hashlib.sha256(data).hexdigest()
