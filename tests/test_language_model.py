@@ -418,6 +418,11 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     assert t8.prepare_text8(tmp_path / "text8.zip", tmp_path / "out4")["verified"] is True
     assert all((tmp_path / "out4" / f).read_bytes() == (tmp_path / "out2" / f).read_bytes()
                for f in ("train.txt", "valid.txt", "test.txt"))
+    damaged = bytearray((tmp_path / "text8.zip").read_bytes())
+    damaged[35:45] = bytes(b ^ 0xFF for b in damaged[35:45])  # inside the stored member: a CRC error
+    (tmp_path / "damaged.zip").write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match=r"damaged.zip: the zip archive cannot be read \(.*\); download it again$"):
+        t8.prepare_text8(tmp_path / "damaged.zip", tmp_path / "out6")
     with zipfile.ZipFile(tmp_path / "other.zip", "w") as zf:
         zf.writestr("enwik8", data)
     with pytest.raises(ValueError, match=r"other.zip: zip archive without a 'text8' member \(has \['enwik8'\]\)$"):

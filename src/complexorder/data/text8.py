@@ -26,6 +26,7 @@ import json
 import re
 import unicodedata
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -152,10 +153,13 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True) 
     source = Path(source)
     require_file(source, f"download it from {TEXT8_URL} or run 'complexorder lm prepare-text8 --download'")
     if zipfile.is_zipfile(source):
-        with zipfile.ZipFile(source) as zf:
-            if "text8" not in zf.namelist():
-                raise ValueError(f"{source}: zip archive without a 'text8' member (has {zf.namelist()[:3]})")
-            data = zf.read("text8")
+        try:
+            with zipfile.ZipFile(source) as zf:
+                if "text8" not in zf.namelist():
+                    raise ValueError(f"{source}: zip archive without a 'text8' member (has {zf.namelist()[:3]})")
+                data = zf.read("text8")
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:  # cut short or damaged
+            raise ValueError(f"{source}: the zip archive cannot be read ({exc}); download it again") from None
     else:
         data = source.read_bytes()
     if len(data) != TEXT8_CHARACTERS:
