@@ -100,7 +100,7 @@ def main() -> None:
         f"training on a shared 2-core CPU.",
         "",
         "| model (ours) | parameters | steps | training time | chars/s | valid BPC (64/64) | **test BPC (64/64)** "
-        f"| valid BPC (long memory) | **test BPC (long memory)** |",
+        "| valid BPC (long memory) | **test BPC (long memory)** |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in VARIANTS:

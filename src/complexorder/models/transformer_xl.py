@@ -94,7 +94,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
