@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
              "per position (`--embedding pe`, 64 positions, 8,192 parameters more), the control for those positions; "
              "\"vanilla + sinusoids\" adds instead the fixed sinusoids of paper Eq. 7 at those positions, scaled so that "
              "each has the RMS of the table's initial standard deviation, 0.02 (`--embedding tpe`, no parameters more), "
-             "the control without parameters. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
+             "the control without parameters; \"sinusoidal frequency start\" starts complex-order's frequencies at the "
+             "sinusoids of paper Eq. 7 (`--set model.frequency_init=sinusoidal`) instead of 0. Each row: the weights with the best validation BPC during training, evaluated on the full valid "
              "and test splits with the training lengths (segments of 64, memory 64). One thread per training, two "
              "trainings at a time on a 2-core CPU. The per-run summaries behind this table are in "
              f"`{records_path.as_posix()}`.", "",
@@ -195,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                         v.replace("vanilla + sinusoids", "vanilla + learned positions", 1)]
         if v.startswith("complex-order") and v.endswith(" frequency start"):  # another start: its base row, controls
             base = v.rsplit(", ", 1)[0]
-            refs = ["vanilla", base]
+            refs = ["vanilla", base, "complex-vanilla"]
             if "word positions" in base:
-                refs += ["complex-vanilla", base.replace("complex-order", "vanilla + sinusoids", 1),
+                refs += [base.replace("complex-order", "vanilla + sinusoids", 1),
                          base.replace("complex-order", "vanilla + learned positions", 1)]
         if not refs:
             lines.append(f"| {v} | {', '.join(map(str, mine))} | {mean_std(tests)} | {mean_std(valids)} | — | — | — | — | — |")
