@@ -208,6 +208,21 @@ def test_segments_with_memory_equal_one_long_pass(embedding, options):
         evaluate_bpc(model, ids, tgt_len=16, batch_size=100, split="valid")
 
 
+@pytest.mark.parametrize("embedding, options", [(e, {}) for e in VARIANTS + ("pe", "tpe")] + [
+    ("complex-order", {"network": "complex"}), ("complex-order", {"clamp_len": 3})])
+def test_a_float64_model_runs_in_float64_and_agrees_with_float32(embedding, options):
+    model = tiny(embedding, **options)
+    stream = torch.randint(0, 27, (2, 12))
+    single, memory = model(stream[:, :6])
+    single, _ = model(stream[:, 6:], memory)
+    model.double()
+    double, memory = model(stream[:, :6])
+    assert all(h.dtype == torch.float64 for h in memory.hidden)
+    double, _ = model(stream[:, 6:], memory)
+    assert double.dtype == torch.float64
+    torch.testing.assert_close(double.float(), single, atol=1e-5, rtol=1e-5)
+
+
 def test_complex_order_positions_keep_counting_across_segments():
     model = tiny("complex-order", mem_len=40)
     stream = torch.randint(0, 27, (2, 16))

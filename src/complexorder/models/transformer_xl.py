@@ -525,7 +525,7 @@ class TransformerXL(nn.Module):
         mlen = memory.length
         mask = causal_memory_mask(qlen, mlen, self.mem_len if self.same_length else None, device=tokens.device)
         r = self.drop(relative_position_encoding(mlen + qlen, self.config.d_model, self.clamp_len,
-                                                 device=tokens.device))
+                                                 device=tokens.device, dtype=self.r_w_bias.dtype))
         h = self.drop(self.embed(tokens, positions))
         hidden = []
         for layer, mem in zip(self.layers, memory.hidden):
