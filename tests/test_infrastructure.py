@@ -2,6 +2,8 @@
 
 import os
 import shutil
+import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,6 +151,39 @@ def test_an_interrupted_atomic_write_keeps_the_old_file_and_leaves_no_temporary_
     monkeypatch.undo()
     assert target.read_text() == "finished result\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl"]  # the .tmp file was removed
+
+
+def test_a_checkpoint_with_changed_bytes_fails_its_crc_check_instead_of_loading_wrong_weights(tmp_path):
+    save_checkpoint(tmp_path / "ok.pt", "classifier", {"w": torch.arange(4096.0)}, {"a": 1})
+    data = bytearray((tmp_path / "ok.pt").read_bytes())
+    at = data.index(torch.arange(4096.0).numpy().tobytes()[4000:4016])  # inside the tensor's bytes
+    data[at] ^= 0x40  # one bit: torch's own reader would load 4096 weights, one of them wrong
+    (tmp_path / "bad.pt").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"^checkpoint .*bad\.pt is corrupted: its entry 'archive/data/0' fails its CRC "
+                                         r"check \(the bytes changed after torch.save wrote them, e.g. on a faulty "
+                                         r"disk or copy\)$"):
+        load_checkpoint(tmp_path / "bad.pt")
+    torch.testing.assert_close(load_checkpoint(tmp_path / "ok.pt")["model_state"]["w"], torch.arange(4096.0))
+
+
+def test_writes_follow_a_symbolic_link_and_never_replace_a_pipe(tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    (tmp_path / "link.txt").symlink_to(target)
+    atomic_write_text(tmp_path / "link.txt", "new")
+    assert (tmp_path / "link.txt").is_symlink() and target.read_text() == "new"
+    fifo, received = tmp_path / "pipe", []
+    os.mkfifo(fifo)
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    atomic_write_text(fifo, "through the pipe\n")
+    reader.join(timeout=30)
+    assert received == [b"through the pipe\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    append_jsonl(fifo, {"a": 1})  # no seek, no fsync on a pipe (fsync of /dev/null raised EINVAL)
+    reader.join(timeout=30)
+    assert received[1] == b'{"a": 1}\n' and stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
 def test_read_jsonl_names_a_file_that_is_not_text(tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import zipfile
 
 import pytest
@@ -12,7 +13,7 @@ from complexorder.cli import main
 from complexorder.config import config_from_dict
 from complexorder.data.text8 import (PROXY_SOURCES, TEXT8_ALPHABET, build_proxy_corpus, decode_text8,
                                      encode_text8, load_corpus, normalise_text8, prepare_text8)
-from complexorder.experiments.language_model import (LMConfig, TrainSettings, batchify, evaluate_bpc,
+from complexorder.experiments.language_model import (LMConfig, TrainSettings, batchify, check_lm_config, evaluate_bpc,
                                                      evaluate_checkpoint, learning_rate, optimizer_groups,
                                                      train_language_model)
 from complexorder.experiments.language_model_cli import load_lm_config, shipped_configs
@@ -801,3 +802,36 @@ def test_optimizer_groups_never_decay_angles_and_scale_only_the_frequencies(embe
         assert groups["frequency"]["lr_scale"] == 0.5
     grouped = [id(p) for g in groups.values() for p in g["params"]]
     assert sorted(grouped) == sorted(names)  # every parameter in exactly one group
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("train.lr", float("inf"), "train.lr must be a finite number > 0, got inf"),  # was: BPC Infinity, exit 0
+    ("train.min_lr", float("nan"), "train.min_lr must be a finite number in [0, 0.003] (the cosine schedule's end, "
+                                   "at most train.lr), got nan"),  # was: NaN passed `min_lr < 0 or min_lr > lr`
+    ("train.clip", -1.0, "train.clip must be a finite number >= 0 (0: no clipping), got -1.0"),
+    ("train.weight_decay", -1.0, "train.weight_decay must be a finite number >= 0, got -1.0"),
+    ("model.init_std", -1.0, "model.init_std must be a finite number >= 0 (the weights' initial standard deviation), "
+                             "got -1.0"),  # was: a torch traceback from normal_()
+])
+def test_an_lm_setting_out_of_range_is_an_error_naming_it(key, value, message):
+    section, name = key.split(".")
+    data = {s: dict(v) for s, v in TINY_RUN.items()}
+    data[section][name] = value
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        check_lm_config(config_from_dict(data, LMConfig))
+
+
+def test_a_diverging_lm_loss_stops_training_with_an_error_naming_the_step(corpus, tmp_path, monkeypatch):
+    import complexorder.experiments.language_model as L
+
+    def poisoned(cfg):
+        model = TransformerXL(cfg.model)
+        with torch.no_grad():
+            model.out.bias.fill_(float("nan"))  # every logit NaN: the loss is NaN from the first step
+        return model
+
+    monkeypatch.setattr(L, "build_model", poisoned)
+    cfg = config_from_dict({s: dict(v) for s, v in TINY_RUN.items()}, LMConfig)
+    with pytest.raises(FloatingPointError, match=r"^training diverged at step 1: the loss is nan \(no checkpoint was "
+                                                 r"saved\); lower train.lr or raise train.warmup_steps$"):
+        train_language_model(cfg, corpus, tmp_path / "run", progress=False, log=lambda m: None)

@@ -1,10 +1,13 @@
 """Translation (paper Sec. 3.2): causal decoding, incremental = full, beam 1 = greedy, BLEU, data errors, end to end."""
 
 import dataclasses
-import json
 import io
+import json
 import math
+import os
 import re
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -390,6 +393,29 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --input {tmp_path} is a directory; expected a "
                                                f"text file with one sentence per line, or - for standard input")
+    # named pipes (a shell's <(...), say) are read and written like files: an output pipe is not replaced by a file
+    fifo_in, fifo_out, received = tmp_path / "in.fifo", tmp_path / "out.fifo", []
+    os.mkfifo(fifo_in)
+    os.mkfifo(fifo_out)
+    # (daemon threads joined with a timeout: a pipe replaced by a file would leave its reader blocked, not the tests)
+    writer = threading.Thread(target=lambda: fifo_in.write_text("two six\n"), daemon=True)
+    reader = threading.Thread(target=lambda: received.append(fifo_out.read_text(encoding="utf-8")), daemon=True)
+    writer.start()
+    reader.start()
+    assert main(["translate", "run", "--checkpoint", str(run_dir / "last.pt"), "--input", str(fifo_in),
+                 "--output", str(fifo_out), "--no-progress"]) == 0
+    writer.join(timeout=30)
+    reader.join(timeout=30)
+    assert received == ["zwei sechs\n"] and stat.S_ISFIFO(os.stat(fifo_out).st_mode)
+    # a checkpoint whose decode settings cannot give a translation (saved before training checked them)
+    broken = torch.load(run_dir / "last.pt", weights_only=True)
+    broken["config"]["decode"]["max_len_b"] = -100
+    torch.save(broken, tmp_path / "broken-decode.pt")
+    capsys.readouterr()
+    assert main(["translate", "run", "--checkpoint", str(tmp_path / "broken-decode.pt")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: the checkpoint's decode.max_len_b must be at least 1 (output tokens allowed beyond "
+        "max_len_a x source length), got -100")
     lacking = torch.load(run_dir / "last.pt", weights_only=True)
     del lacking["tokenizer"]
     torch.save(lacking, tmp_path / "lacking.pt")
@@ -574,7 +600,8 @@ def test_frequency_lr_scale_scales_the_frequencies_at_every_step_of_the_schedule
     frequency_group = [g for g in groups if g.get("lr_scale") == 0.0]
     assert len(frequency_group) == 1 and frequency_group[0]["lr"] == 0.0
     assert all(g["lr"] == inverse_sqrt_lr(6, config.train.lr, 2) for g in groups if g is not frequency_group[0])
-    with pytest.raises(ValueError, match=r"^train.frequency_lr_scale must be >= 0 \(0 freezes the frequencies\), "
+    with pytest.raises(ValueError, match=r"^train.frequency_lr_scale must be a finite number >= 0 \(0 freezes the "
+                                         r"frequencies\), "
                                          r"got -1.0$"):
         train_translation(dataclasses.replace(config, train=dataclasses.replace(config.train, frequency_lr_scale=-1.0)),
                           tmp_path / "negative", toy_data, progress=False)
@@ -754,8 +781,20 @@ def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start
     ("train.max_steps", -1, "train.max_steps must be >= 0 (0: no limit), got -1"),  # was: a 0-step run
     ("train.max_epochs", 0, "train.max_epochs must be >= 1, got 0"),
     ("data.vocab_size", 0, "data.vocab_size must be >= 1, got 0"),  # was: a sentencepiece traceback
-    ("train.label_smoothing", 2.0, "train.label_smoothing must be in [0, 1), got 2.0"),  # was: a torch traceback
-    ("train.lr", -1.0, "train.lr must be positive, got -1.0"),
+    ("train.label_smoothing", 2.0, "train.label_smoothing must be a finite number in [0, 1), got 2.0"),  # was: a torch traceback
+    ("train.lr", -1.0, "train.lr must be a finite number > 0, got -1.0"),
+    ("train.lr", float("inf"), "train.lr must be a finite number > 0, got inf"),  # was: NaN loss, exit 0
+    ("train.clip_norm", -1.0, "train.clip_norm must be a finite number >= 0 (0: no clipping), got -1.0"),  # was: uphill
+    ("train.weight_decay", -1.0, "train.weight_decay must be a finite number >= 0, got -1.0"),
+    ("train.adam_eps", 0.0, "train.adam_eps must be a finite number > 0, got 0.0"),
+    ("train.betas", [0.9], "train.betas must be two numbers [beta1, beta2], each in [0, 1), got [0.9]"),  # was: IndexError
+    ("train.betas", [0.9, 1.5], "train.betas[1] must be a finite number in [0, 1), got 1.5"),
+    ("decode.max_len_b", -100, "decode.max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source "
+                               "length), got -100"),  # was: every translation silently empty
+    ("decode.max_len_a", -1.0, "decode.max_len_a must be a finite number >= 0 (output tokens per source token), got -1.0"),
+    ("decode.batch_size", 0, "decode.batch_size must be at least 1, got 0"),  # was: range() arg 3 must not be zero
+    ("decode.beam_size", 0, "decode.beam_size must be at least 1, got 0"),
+    ("decode.length_penalty", float("nan"), "decode.length_penalty must be a finite number, got nan"),
 ])
 def test_a_setting_out_of_range_is_an_error_naming_it_before_any_work(key, value, message, tmp_path):
     config = resolve_config("cpu-vanilla", {key: value})
@@ -906,3 +945,22 @@ def test_translate_train_and_eval_from_the_command_line(toy_data, tmp_path, caps
         assert main(["translate", "train", "--config", "cpu-complex-order", "--set", bad]) == 2
         assert capsys.readouterr().err.strip() == (f"complexorder: error: --set {bad!r}: expected KEY=VALUE, "
                                                    "e.g. train.max_steps=2000")
+
+
+def test_a_diverging_loss_stops_training_with_an_error_naming_the_step(toy_data, tmp_path, monkeypatch, capsys):
+    """A NaN or infinite loss used to train on to NaN weights and exit 0."""
+    import complexorder.experiments.translation as T
+
+    real_loss = T._loss
+    calls = []
+
+    def loss_turning_nan(model, batch, label_smoothing, with_nll=False):
+        loss, nll, n = real_loss(model, batch, label_smoothing, with_nll)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 3 else loss), nll, n
+
+    monkeypatch.setattr(T, "_loss", loss_turning_nan)
+    config = toy_config("complex-order")
+    with pytest.raises(FloatingPointError, match=r"^training diverged at step 3: the loss is nan \(no checkpoint was "
+                                                 r"saved\); lower train.lr or raise train.warmup_steps$"):
+        train_translation(config, tmp_path / "run", toy_data, progress=False, log=lambda m: None)

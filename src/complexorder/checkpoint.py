@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +81,29 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False) ->
         raise PermissionError(f"{option}: {exc}") from None
 
 
+def _is_special(path: Path) -> bool:
+    """True for an existing path that is not a regular file or directory: a device (``/dev/null``,
+    ``/dev/stdout``), a named pipe or a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file)."""
+    """Write ``data`` to ``path`` via a temporary file and ``os.replace`` (never a half-written file).
+
+    A symbolic link is followed: the file it points to is replaced and the link kept. A device, named
+    pipe or socket (``/dev/null``, ``/dev/stdout``, a FIFO) is written to directly, never replaced.
+    """
     path = Path(path)
+    if _is_special(path):
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     _check_writable_dir(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -110,6 +132,10 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     path = Path(path)
     _check_writable_dir(path)
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    if _is_special(path):  # /dev/null, a pipe: nothing to seek or fsync
+        with open(path, "ab") as fh:
+            fh.write(line)
+        return
     with open(path, "ab+") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:  # after an interrupted write, start a fresh line
@@ -118,7 +144,8 @@ def append_jsonl(path: str | Path, record: dict) -> None:
                 line = b"\n" + line
         fh.write(line)
         fh.flush()
-        os.fsync(fh.fileno())
+        if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # /dev/null and pipes cannot be fsynced
+            os.fsync(fh.fileno())
 
 
 def drop_records_after(path: str | Path, step: int) -> int:
@@ -198,6 +225,17 @@ def _load_failure(exc: BaseException, head: bytes) -> str:
     return f"{type(exc).__name__}: {first}"
 
 
+def _failed_crc(path: Path) -> str | None:
+    """The first entry of a zip-format checkpoint whose CRC-32 does not match its bytes (torch's reader does not
+    check them, so a flipped byte would load as silently wrong weights); None when all match or when the file is
+    not a readable zip archive (torch.load then says what is wrong with it)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return None
+
+
 def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None, *,
                     required: tuple[str, ...] = (), writer: str | None = None) -> dict:
     """Load a checkpoint with ``weights_only=True``; a corrupted, foreign or wrong-kind file is a one-line error.
@@ -213,6 +251,10 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None,
                                    f"{', …' if len(found) > 4 else ''})" if found else " (it holds no .pt file)"))
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {path} does not exist")
+    damaged = _failed_crc(path)
+    if damaged:
+        raise ValueError(f"checkpoint {path} is corrupted: its entry {damaged!r} fails its CRC check (the bytes "
+                         f"changed after torch.save wrote them, e.g. on a faulty disk or copy)")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file

@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
 }
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
-               ConnectionError)
+               ConnectionError, FloatingPointError)  # FloatingPointError: a run whose loss diverged
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

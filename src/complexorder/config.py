@@ -15,13 +15,14 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
+__all__ = ["check_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
            "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
@@ -40,6 +41,33 @@ def read_toml(path: str | Path) -> dict:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 text
+        raise ValueError(f"config file {path} is not valid TOML: not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start})") from None
+
+
+def check_number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False, meaning: str = "") -> None:
+    """Raise a one-line ``ValueError`` naming ``name`` unless ``value`` is a finite number in the range.
+
+    ``low``/``high`` are inclusive bounds unless ``low_open``/``high_open``; ``meaning`` is appended
+    to the expected form (``" (0: no clipping)"``). NaN and infinities never pass: a learning rate of
+    ``inf`` would otherwise train to NaN and exit successfully.
+    """
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    inside = finite and (low is None or (value > low if low_open else value >= low)) and \
+        (high is None or (value < high if high_open else value <= high))
+    if inside:
+        return
+    if low is not None and high is not None:
+        form = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    elif low is not None:
+        form = f"{'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        form = f"{'<' if high_open else '<='} {high:g}"
+    else:
+        form = ""
+    raise ValueError(f"{name} must be a finite number{' ' + form if form else ''}{meaning}, got {value!r}")
 
 
 def _check_value(value: Any, tp: Any, where: str) -> Any:

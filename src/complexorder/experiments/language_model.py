@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import config_from_dict, config_to_dict
+from ..config import check_number, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
@@ -94,10 +94,13 @@ def check_lm_config(cfg: LMConfig) -> None:
                         ("eval.batch_size", e.batch_size)):
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    if t.lr <= 0 or t.min_lr < 0 or t.min_lr > t.lr:
-        raise ValueError(f"train.lr must be positive and 0 <= train.min_lr <= train.lr, got {t.lr} and {t.min_lr}")
-    if t.eval_max_chars < 0 or t.warmup_steps < 0 or t.frequency_lr_scale < 0:
-        raise ValueError("train.eval_max_chars, train.warmup_steps and train.frequency_lr_scale must be >= 0")
+    check_number("train.lr", t.lr, low=0.0, low_open=True)
+    check_number("train.min_lr", t.min_lr, low=0.0, high=t.lr, meaning=" (the cosine schedule's end, at most train.lr)")
+    check_number("train.weight_decay", t.weight_decay, low=0.0)
+    check_number("train.clip", t.clip, low=0.0, meaning=" (0: no clipping)")
+    check_number("train.frequency_lr_scale", t.frequency_lr_scale, low=0.0, meaning=" (0 freezes the frequencies)")
+    if t.eval_max_chars < 0 or t.warmup_steps < 0:
+        raise ValueError("train.eval_max_chars and train.warmup_steps must be >= 0")
     check_lengths(e.mem_len, e.same_length, where="eval.mem_len")
 
 
@@ -316,6 +319,11 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
             group["lr"] = lr * group["lr_scale"]
         logits, memory = model(x, memory)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            kept = f"{last_path} keeps the last checkpoint" if last_path.is_file() else "no checkpoint was saved"
+            raise FloatingPointError(f"training diverged at step {state['step'] + 1}: the loss is {loss_value} "
+                                     f"({kept}); lower train.lr or raise train.warmup_steps")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if t.clip > 0:
@@ -326,7 +334,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         state["segment"] += 1
         state["train_seconds"] += seconds
         state["train_chars"] += y.numel()
-        window_loss += loss.item() * y.numel()
+        window_loss += loss_value * y.numel()
         window_chars += y.numel()
         window_seconds += seconds
         bar.update(1)

@@ -28,7 +28,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import builtin_configs, config_from_dict, config_to_dict, merge_overrides, read_extended_toml
+from ..config import builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides, read_extended_toml
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -256,10 +256,30 @@ def _check_settings(config: TranslationConfig) -> None:
     for key, value, low, meaning in at_least:
         if value < low:
             raise ValueError(f"{key} must be >= {low}{meaning}, got {value}")
-    if not tc.lr > 0.0:
-        raise ValueError(f"train.lr must be positive, got {tc.lr}")
-    if not 0.0 <= tc.label_smoothing < 1.0:
-        raise ValueError(f"train.label_smoothing must be in [0, 1), got {tc.label_smoothing}")
+    check_number("train.lr", tc.lr, low=0.0, low_open=True)
+    check_number("train.label_smoothing", tc.label_smoothing, low=0.0, high=1.0, high_open=True)
+    check_number("train.weight_decay", tc.weight_decay, low=0.0)
+    check_number("train.clip_norm", tc.clip_norm, low=0.0, meaning=" (0: no clipping)")
+    check_number("train.adam_eps", tc.adam_eps, low=0.0, low_open=True)
+    check_number("train.frequency_lr_scale", tc.frequency_lr_scale, low=0.0, meaning=" (0 freezes the frequencies)")
+    if len(tc.betas) != 2:
+        raise ValueError(f"train.betas must be two numbers [beta1, beta2], each in [0, 1), got {list(tc.betas)}")
+    for i, beta in enumerate(tc.betas):
+        check_number(f"train.betas[{i}]", beta, low=0.0, high=1.0, high_open=True)
+    check_decode(config.decode)
+
+
+def check_decode(dc: DecodeConfig, where: str = "decode") -> None:
+    """One-line errors for search settings that cannot give a translation; checked when training starts, so that
+    a checkpoint never carries them, and again before decoding with the command line's changes applied."""
+    for key, value in (("beam_size", dc.beam_size), ("batch_size", dc.batch_size)):
+        if value < 1:
+            raise ValueError(f"{where}.{key} must be at least 1, got {value}")
+    check_number(f"{where}.length_penalty", dc.length_penalty)
+    check_number(f"{where}.max_len_a", dc.max_len_a, low=0.0, meaning=" (output tokens per source token)")
+    if dc.max_len_b < 1:
+        raise ValueError(f"{where}.max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source "
+                         f"length), got {dc.max_len_b}")
 
 
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
@@ -279,8 +299,6 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
     tc = config.train
-    if not tc.frequency_lr_scale >= 0.0:
-        raise ValueError(f"train.frequency_lr_scale must be >= 0 (0 freezes the frequencies), got {tc.frequency_lr_scale}")
     cfg_dict = config_to_dict(config)
     last_path = run_dir / "last.pt"
     resume = load_checkpoint(last_path, CHECKPOINT_KIND) if last_path.is_file() else None
@@ -376,6 +394,11 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
             for group in optimizer.param_groups:
                 group["lr"] = lr * group.get("lr_scale", 1.0)
             loss, _, n_tokens = _loss(model, collate([train[i] for i in batches[b]]), tc.label_smoothing)
+            loss_value = loss.item()
+            if not math.isfinite(loss_value):
+                kept = f"{last_path} keeps the last checkpoint" if last_path.is_file() else "no checkpoint was saved"
+                raise FloatingPointError(f"training diverged at step {state['step'] + 1}: the loss is {loss_value} "
+                                         f"({kept}); lower train.lr or raise train.warmup_steps")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if tc.clip_norm:
@@ -385,7 +408,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
             state["batch"] = b + 1
             state["train_seconds"] += time.perf_counter() - start
             state["train_cpu_seconds"] += time.process_time() - cpu_start
-            state["loss_sum"] += loss.item() * n_tokens
+            state["loss_sum"] += loss_value * n_tokens
             state["tok_sum"] += n_tokens
             tok_window += n_tokens
             bar.update(1)

@@ -93,7 +93,11 @@ def _decode_config(config, args):
         raise ValueError("--beam-size and --batch-size must be at least 1")
     if not math.isfinite(changes.get("length_penalty", 0.0)):
         raise ValueError(f"--length-penalty must be a finite number, got {changes['length_penalty']}")
-    return dataclasses.replace(config.decode, **changes)
+    from .translation import check_decode
+
+    decode = dataclasses.replace(config.decode, **changes)
+    check_decode(decode, where="the checkpoint's decode")  # a checkpoint saved before training checked them
+    return decode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..data.multi30k import decode_lines, read_lines
 
-    if args.input != "-" and not Path(args.input).is_file():
+    if args.input != "-" and (Path(args.input).is_dir() or not Path(args.input).exists()):  # a pipe is fine
         what = "is a directory" if Path(args.input).is_dir() else "does not exist"
         raise FileNotFoundError(f"--input {args.input} {what}; expected a text file with one sentence per line, or - "
                                 f"for standard input")

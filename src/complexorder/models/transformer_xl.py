@@ -96,6 +96,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from ..config import check_number
 from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
@@ -147,6 +148,7 @@ def check_config(cfg: TransformerXLConfig) -> None:
     for name in ("vocab_size", "n_layer", "n_head", "d_model", "d_head", "d_inner"):
         if getattr(cfg, name) <= 0:
             raise ValueError(f"model.{name} must be positive, got {getattr(cfg, name)}")
+    check_number("model.init_std", cfg.init_std, low=0.0, meaning=" (the weights' initial standard deviation)")
     d_embed = cfg.d_model if cfg.d_embed is None else cfg.d_embed
     if d_embed <= 0:
         raise ValueError(f"model.d_embed must be positive, got {d_embed}")
