@@ -58,6 +58,27 @@ def test_read_lines_and_malformed_label_lines(tmp_path):
     assert data.labels == {"train": [1, 0], "dev": [1, 0], "test": [1]}
     assert "phrases.train.tsv: skipped 2 blank line(s)" in data.notes
     assert data.texts["dev"][1] == ["awful", "caf"]  # cp1252 decoded, non-ASCII dropped as Kim
+    assert "stsa.binary.dev: 1 line(s) not UTF-8, read as cp1252 (else Latin-1), e.g. line 2" in data.notes
+
+
+def test_non_utf8_lines_are_reported_and_a_binary_or_utf16_file_is_an_error(tmp_path, shared_data):
+    """Found by an audit (stop 52): a file of random bytes became a handful of junk examples, a UTF-16 file single
+    letters, and the 101 cp1252 lines of each real MR file were decoded without a note."""
+    mr = load_dataset("MR", shared_data)
+    assert mr.notes == ["rt-polarity.neg: 101 line(s) not UTF-8, read as cp1252 (else Latin-1), e.g. line 32",
+                        "rt-polarity.pos: 101 line(s) not UTF-8, read as cp1252 (else Latin-1), e.g. line 44"]
+    folder = tmp_path / "classification" / "CR"
+    folder.mkdir(parents=True)
+    (folder / "custrev.neg").write_bytes(b"bad phone\nawful\n")
+    (folder / "custrev.pos").write_bytes("great phone\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"custrev.pos:1: holds a NUL byte, so it is not a text file \(UTF-16 or "
+                                         r"binary\?\); expected 8-bit text \(UTF-8, cp1252 or Latin-1\), one example "
+                                         r"per line$"):
+        load_dataset("CR", tmp_path)
+    (folder / "custrev.pos").write_bytes(b"fine\n\xe9t\xe9\n\xff\xfe\x81\n")
+    with pytest.raises(ValueError, match=r"custrev.pos: 2 of its 3 lines are not UTF-8 \(first: line 2\); expected "
+                                         r"a text file, mostly UTF-8 \(the real files have at most 2 % cp1252 lines\)$"):
+        load_dataset("CR", tmp_path)
 
 
 def test_missing_files_and_unknown_names(tmp_path):
@@ -107,7 +128,7 @@ def test_cv_split_of_a_real_dataset(shared_data):
     assert len(seen) == len(set(seen)) == 10662  # every sentence is tested exactly once over the ten folds
     assert set(seen) == {id(t) for t in data.texts["all"]}
     assert split_ids("MR", [0, 3], [1]) == ["fold-0", "fold-3"] and split_ids("TREC", [0], [1, 2]) == ["seed-1", "seed-2"]
-    with pytest.raises(ValueError, match="--folds: fold 10 is outside 0..9"):
+    with pytest.raises(ValueError, match=r"^fold 10 is outside 0..9 \(--folds, or the config's `folds`\)$"):
         split_ids("MR", [10], [1])
 
 

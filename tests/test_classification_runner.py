@@ -105,6 +105,12 @@ def test_resume_skips_finished_units_and_survives_an_interruption(tmp_path, monk
     assert run_grid(grid, progress=False, log=lambda *_: None) == []
     done = {(r["variant"], r["split"]) for r in read_jsonl(grid.results)}
     assert done == {(v, s) for v in ("none", "complex-order") for s in ("fold-0", "fold-1")}
+    # a second crash over the file's life leaves a second cut line: still tolerated (it used to stop the grid)
+    with open(grid.results, "a") as fh:
+        fh.write('{"config_hash": "ab')
+    logs = []
+    assert run_grid(grid, progress=False, log=logs.append) == []
+    assert sum("skipping a malformed (probably interrupted) line" in line for line in logs) == 2
     # a changed setting is a different experiment: it runs again
     grid2 = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, hidden=6))
     assert len(run_grid(grid2, progress=False, log=lambda *_: None)) == 4
@@ -713,7 +719,19 @@ def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_th
         assert main(["classify", "--datasets", "CR", "--folds", text, "--dry-run"]) == 2
         assert capsys.readouterr().err == f"complexorder: error: {message}\n"
     assert main(["classify", "--datasets", "TREC", "--seeds=-1", "--dry-run"]) == 2
-    assert capsys.readouterr().err == "complexorder: error: --seeds: seed -1 is negative (seeds are integers >= 0)\n"
+    assert capsys.readouterr().err == ("complexorder: error: seed -1 is negative (--seeds, or the config's `seeds`: "
+                                       "integers >= 0)\n")
+    # found by an audit (stop 52): a reversed range beside other values was dropped silently, a huge range ran out of
+    # memory (or took minutes to check for repeats), and a repeated data set or model trained each unit twice
+    for option, text, message in (
+            ("--folds", "3-1,5", "--folds: '3-1' selects nothing (a range is low-high, e.g. '1-3')"),
+            ("--seeds", "1-100000000000", "--seeds: '1-100000000000' selects 100,000,000,000 values; at most 10,000 "
+                                          "(each is a trained model)"),
+            ("--datasets", "TREC,TREC", "--datasets: 'TREC' given more than once in 'TREC,TREC'"),
+            ("--models", "cnn,lstm,cnn", "--models: 'cnn' given more than once in 'cnn,lstm,cnn'")):
+        args = {"--datasets": "TREC", option: text}
+        assert main(["classify", *[x for kv in args.items() for x in kv], "--dry-run"]) == 2
+        assert capsys.readouterr().err == f"complexorder: error: {message}\n"
     assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
                  "--dry-run"]) == 0
     out = capsys.readouterr()
@@ -797,8 +815,10 @@ def test_a_foreign_results_file_missing_data_and_vectors_of_another_dimension_fa
     grid = tiny_grid(tmp_path, models=["cnn"])
     notes = tmp_path / "notes.md"
     notes.write_text("# my notes\n\nsome text\nmore text\n")
-    with pytest.raises(ValueError, match=rf"^results file {notes} \(--results\): 3 of its 3 lines are not JSON; it is "
-                                         r"not a file that `complexorder classify` wrote"):
+    with pytest.raises(ValueError, match=rf"^results file {notes} \(--results\): 3 of its 3 lines are not JSON \(nor "
+                                         r"records cut short by an interrupted write\); it is not a file that "
+                                         r"`complexorder classify` wrote — pass a new file, or one that `classify` "
+                                         r"wrote$"):
         run_grid(dataclasses.replace(grid, results=str(notes)), progress=False, log=lambda *_: None)
     other = tmp_path / "other.jsonl"
     other.write_text('{"step": 1, "loss": 2.5}\n')
@@ -856,3 +876,21 @@ def test_report_names_a_figure_data_set_the_results_do_not_hold_and_an_empty_res
     with pytest.raises(ValueError, match=rf"^no results in {re.escape(str(tmp_path / 'empty.jsonl'))}$"):
         write_report([tmp_path / "empty.jsonl"], tmp_path / "t.md")
     assert not (tmp_path / "t.md").exists()
+
+
+def test_a_grid_config_with_repeated_or_empty_lists_is_refused_before_any_training(tmp_path, monkeypatch):
+    """Found by an audit (stop 52): `seeds = [1, 1]` trained seed 1 twice and recorded it twice; `seeds = []` with
+    fixed-split data sets ran 0 units and exited 0."""
+    monkeypatch.setattr(runner, "build_classifier", lambda *a, **k: pytest.fail("nothing may train"))
+    grid = tiny_grid(tmp_path)
+    for key, value, shown in (("seeds", [1, 1], "1"), ("folds", [0, 3, 0], "0"), ("datasets", ["MR", "MR"], "'MR'"),
+                              ("models", ["cnn", "cnn"], "'cnn'")):
+        with pytest.raises(ValueError, match=rf"^{key} lists {shown} more than once \(config `{key}` or --{key}\); "
+                                             r"each unit would train and be recorded twice$"):
+            run_grid(dataclasses.replace(grid, **{key: value}), progress=False, log=lambda *_: None)
+    with pytest.raises(ValueError, match=r"^no seeds selected for the fixed-split data set TREC \(config `seeds` is "
+                                         r"empty\); list some, e.g. --seeds 1-6$"):
+        run_grid(dataclasses.replace(grid, datasets=["TREC"], seeds=[]), progress=False, log=lambda *_: None)
+    with pytest.raises(ValueError, match=r"^fold 12 is outside 0..9 \(--folds, or the config's `folds`\)$"):
+        run_grid(dataclasses.replace(grid, folds=[0, 12]), progress=False, log=lambda *_: None)
+    assert not (tmp_path / "results.jsonl").exists()

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .paths import require_file
-from .text import kim_tokenize, read_lines
+from .text import kim_tokenize, read_text_lines
 
 __all__ = ["DATASETS", "DatasetSpec", "TextClassificationData", "Split", "load_dataset", "stratified_folds",
            "stratified_holdout", "make_split", "split_ids"]
@@ -103,11 +103,21 @@ def _check_name(name: str) -> DatasetSpec:
 
 
 def _nonblank(path: Path, notes: list[str]) -> list[tuple[int, str]]:
-    """(line number, text) of the non-blank lines; blank ones are counted in ``notes``."""
-    lines = read_lines(path)
+    """(line number, text) of the non-blank lines; blank ones, and lines that were not UTF-8 (read as cp1252,
+    else Latin-1, as MR's and SUBJ's real files need), are counted in ``notes``. A file of which more than half
+    the lines are not UTF-8 is an error: it is binary or in another encoding (UTF-16, say), not one of the data
+    sets' text files, and reading it would make junk examples."""
+    lines, not_utf8 = read_text_lines(path)
     kept = [(i, line) for i, line in enumerate(lines, 1) if line.strip()]
+    if not_utf8 and 2 * len(not_utf8) > len(kept):
+        raise ValueError(f"{path}: {len(not_utf8)} of its {len(lines)} lines are not UTF-8 (first: line "
+                         f"{not_utf8[0]}); expected a text file, mostly UTF-8 (the real files have at most 2 % "
+                         f"cp1252 lines)")
     if len(kept) < len(lines):
         notes.append(f"{path.name}: skipped {len(lines) - len(kept)} blank line(s)")
+    if not_utf8:
+        notes.append(f"{path.name}: {len(not_utf8)} line(s) not UTF-8, read as cp1252 (else Latin-1), e.g. line "
+                     f"{not_utf8[0]}")
     return kept
 
 
@@ -259,11 +269,17 @@ def split_ids(name: str, folds: list[int], seeds: list[int]) -> list[str]:
     if spec.protocol == "cv":
         bad = [f for f in folds if not 0 <= f < NUM_FOLDS]
         if bad:
-            raise ValueError(f"--folds: fold {bad[0]} is outside 0..{NUM_FOLDS - 1}")
+            raise ValueError(f"fold {bad[0]} is outside 0..{NUM_FOLDS - 1} (--folds, or the config's `folds`)")
+        if not folds:
+            raise ValueError(f"no folds selected for the CV data set {name} (config `folds` is empty); list some, "
+                             f"e.g. --folds 0-9")
         return [f"fold-{f}" for f in folds]
     bad = [s for s in seeds if s < 0]
     if bad:
-        raise ValueError(f"--seeds: seed {bad[0]} is negative (seeds are integers >= 0)")
+        raise ValueError(f"seed {bad[0]} is negative (--seeds, or the config's `seeds`: integers >= 0)")
+    if not seeds:
+        raise ValueError(f"no seeds selected for the fixed-split data set {name} (config `seeds` is empty); list "
+                         f"some, e.g. --seeds 1-6")
     return [f"seed-{s}" for s in seeds]
 
 

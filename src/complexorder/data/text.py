@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["read_lines", "decode_line", "kim_tokenize"]
+__all__ = ["read_lines", "read_text_lines", "decode_line", "kim_tokenize"]
 
 
 def decode_line(raw: bytes) -> str:
@@ -26,11 +26,30 @@ def decode_line(raw: bytes) -> str:
 
 def read_lines(path: str | Path) -> list[str]:
     """All lines of ``path`` (split on ``\\n`` only, ``\\r`` stripped); no trailing empty line after the last ``\\n``."""
+    return read_text_lines(path)[0]
+
+
+def read_text_lines(path: str | Path) -> tuple[list[str], list[int]]:
+    """:func:`read_lines`, and the (1-based) numbers of the lines that were not UTF-8 (decoded as cp1252 or
+    Latin-1), for the caller to report. A NUL byte is a one-line error: 8-bit text never holds one, a UTF-16
+    or binary file does, and decoding it line by line would silently make junk examples."""
     data = Path(path).read_bytes()
+    if b"\0" in data:
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: holds a NUL byte, so it is not a text file (UTF-16 or binary?); expected "
+                         f"8-bit text (UTF-8, cp1252 or Latin-1), one example per line")
     parts = data.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()
-    return [decode_line(p.rstrip(b"\r")) for p in parts]
+    lines, not_utf8 = [], []
+    for number, part in enumerate(parts, 1):
+        part = part.rstrip(b"\r")
+        try:
+            lines.append(part.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(decode_line(part))
+            not_utf8.append(number)
+    return lines, not_utf8
 
 
 _KIM_RULES = [

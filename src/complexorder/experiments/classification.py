@@ -175,6 +175,12 @@ class GridConfig:
 
     def validate(self) -> None:
         resolve_device(self.device, "device (config `device` / --device)")
+        for key in ("datasets", "models", "folds", "seeds"):  # a repeated entry would train each of its units twice
+            values = getattr(self, key)
+            repeated = [v for v in dict.fromkeys(values) if values.count(v) > 1]
+            if repeated:
+                raise ValueError(f"{key} lists {', '.join(map(repr, repeated))} more than once (config `{key}` or "
+                                 f"--{key}); each unit would train and be recorded twice")
         for name in self.datasets:
             if name not in DATASETS:
                 raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
@@ -390,13 +396,18 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
 
 def _read_results_file(path: Path, log) -> list[dict]:
     """The records of a results file, refusing before anything trains a file that ``classify`` did not write
-    (notes, a vectors file, another experiment's records): one interrupted last line is tolerated, nothing else."""
+    (notes, a vectors file, another experiment's records). Lines cut short by interrupted writes (a JSON object's
+    beginning: ``append_jsonl`` starts the next record on a fresh line) are tolerated and reported, however many
+    crashes a long grid has seen; any other line that is not JSON means the file is not a results file."""
     malformed: list[str] = []
     records = read_jsonl(path, warn=malformed.append)
-    if len(malformed) > 1 or (malformed and not records):
-        lines = len(records) + len(malformed)
-        raise ValueError(f"results file {path} (--results): {len(malformed)} of its {lines} lines are not JSON; "
-                         f"it is not a file that `complexorder classify` wrote — pass a new file or that one")
+    if malformed:
+        cut_short = all(line.startswith('{"') for line in _unparsable_lines(path))
+        if not records or not cut_short:
+            lines = len(records) + len(malformed)
+            raise ValueError(f"results file {path} (--results): {len(malformed)} of its {lines} lines are not JSON "
+                             f"(nor records cut short by an interrupted write); it is not a file that `complexorder "
+                             f"classify` wrote — pass a new file, or one that `classify` wrote")
     for message in malformed:
         log(message)
     for i, r in enumerate(records, 1):
@@ -408,6 +419,18 @@ def _read_results_file(path: Path, log) -> list[dict]:
             raise ValueError(f"results file {path} (--results): record {i} is not a classification result (it holds "
                              f"{held}); pass a new file or one that `complexorder classify` wrote")
     return records
+
+
+def _unparsable_lines(path: Path) -> list[str]:
+    """The non-blank lines of ``path`` that are not JSON, stripped."""
+    out = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        try:
+            if line.strip():
+                json.loads(line)
+        except ValueError:
+            out.append(line.strip())
+    return out
 
 
 def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ..checkpoint import check_writable
@@ -35,6 +36,9 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     for n in names:
         if n not in valid:
             raise ValueError(f"--{what}: unknown name {n!r}; valid names: {listed}")
+    repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
+    if repeated:  # each unit would train twice and be recorded twice
+        raise ValueError(f"--{what}: {', '.join(map(repr, repeated))} given more than once in {text!r}")
     return names
 
 
@@ -52,8 +56,15 @@ def select_variants(variants, text: str) -> list:
     return [v for v in variants if v.label in wanted or (v.embedding in wanted and v.embedding not in labels)]
 
 
+#: The most values one ``--folds``/``--seeds`` option may select (each is at least one trained model).
+MAX_SELECTED = 10_000
+
+
 def parse_ints(text: str | None, what: str) -> list[int] | None:
-    """``"0-4"`` or ``"1,3,5"`` (or a mix) -> a list of integers."""
+    """``"0-4"`` or ``"1,3,5"`` (or a mix) -> a list of integers.
+
+    A reversed range (``"3-1"``), a value given twice and more than :data:`MAX_SELECTED` values are errors.
+    """
     if text is None:
         return None
     values: list[int] = []
@@ -62,14 +73,23 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
             part = part.strip()
             if "-" in part[1:]:
                 lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
-                values.extend(range(int(lo), int(hi) + 1))
+                lo, hi = int(lo), int(hi)
+                if hi < lo:
+                    raise LookupError(f"--{what}: '{part}' selects nothing (a range is low-high, e.g. '1-3')")
+                if len(values) + hi - lo + 1 > MAX_SELECTED:
+                    raise LookupError(f"--{what}: {text!r} selects {len(values) + hi - lo + 1:,} values; at most "
+                                      f"{MAX_SELECTED:,} (each is a trained model)")
+                values.extend(range(lo, hi + 1))
             elif part:
                 values.append(int(part))
+    except LookupError as exc:
+        raise ValueError(str(exc)) from None
     except ValueError:
         raise ValueError(f"--{what}: expected integers like '0-4' or '1,3,5', got {text!r}") from None
     if not values:
         raise ValueError(f"--{what}: {text!r} selects nothing (a range is low-high, e.g. '1-3')")
-    repeated = sorted({v for v in values if values.count(v) > 1})
+    counts = Counter(values)
+    repeated = sorted(v for v, n in counts.items() if n > 1)
     if repeated:
         raise ValueError(f"--{what}: {', '.join(map(str, repeated))} given more than once in {text!r}")
     return values
