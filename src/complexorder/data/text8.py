@@ -38,7 +38,7 @@ from .download import fetch, sha256_of
 from .paths import require_file
 
 __all__ = ["TEXT8_ALPHABET", "TEXT8_URL", "TEXT8_ZIP_BYTES", "TEXT8_ZIP_SHA256", "TEXT8_SHA256", "TEXT8_CHARACTERS", "TEXT8_SPLIT_SIZES", "SPLITS",
-           "PROXY_SOURCES", "encode_text8", "decode_text8", "normalise_text8", "load_corpus", "prepare_text8",
+           "PROXY_SOURCES", "check_sha256", "encode_text8", "decode_text8", "normalise_text8", "load_corpus", "prepare_text8",
            "download_text8", "build_proxy_corpus", "read_lines"]
 
 TEXT8_ALPHABET = " abcdefghijklmnopqrstuvwxyz"
@@ -144,13 +144,26 @@ def load_corpus(corpus_dir: str | Path, splits: tuple[str, ...] = SPLITS) -> dic
     return out
 
 
-def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True) -> dict:
+def check_sha256(digest: str, what: str = "sha256") -> str:
+    """``digest`` lower-cased when it is a SHA-256 digest (64 hexadecimal characters), else a one-line
+    ``ValueError`` naming ``what`` (the option that gave it)."""
+    if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", digest.strip()):
+        raise ValueError(f"{what} must be a SHA-256 digest (64 hexadecimal characters), got {digest!r}")
+    return digest.strip().lower()
+
+
+def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True, sha256: str | None = None) -> dict:
     """Write the standard 90M/5M/5M split of ``text8`` (the file or ``text8.zip``) into ``out_dir``.
 
     The content must be 100M characters of the text8 alphabet and, unless ``verify=False``, have
     the SHA-256 :data:`TEXT8_SHA256` (a one-line ``ValueError`` otherwise; nothing is written).
+    ``sha256`` (the user's own pinned digest, ``--sha256``) is checked instead of
+    :data:`TEXT8_SHA256`: it must be the SHA-256 of the ``source`` file itself or of its text8
+    content (the same for an unzipped file); the manifest records which (``"verified_by"``).
     """
     source = Path(source)
+    if sha256 is not None:
+        sha256 = check_sha256(sha256, "--sha256")
     require_file(source, f"download it from {TEXT8_URL} or run 'complexorder lm prepare-text8 --download'")
     if zipfile.is_zipfile(source):
         try:
@@ -167,13 +180,25 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True) 
                          f"{len(data):,} bytes; is it the right file?")
     encode_text8(data, source=str(source))  # alphabet check
     digest = hashlib.sha256(data).hexdigest()
-    if verify and digest != TEXT8_SHA256:
-        raise ValueError(f"{source}: the text8 content has sha256 {digest}, expected {TEXT8_SHA256} (Mahoney's "
-                         f"text8); pass --skip-checksum to use this file anyway")
+    file_digest = sha256_of(source)
+    verified_by = None
+    if sha256 is not None:
+        if sha256 not in (file_digest, digest):
+            content = "" if file_digest == digest else f" and its text8 content {digest}"
+            raise ValueError(f"{source}: the file has sha256 {file_digest}{content}, expected {sha256} (--sha256); "
+                             f"is it the file you pinned?")
+        verified_by = "--sha256 (file)" if sha256 == file_digest else "--sha256 (text8 content)"
+    elif verify:
+        if digest != TEXT8_SHA256:
+            raise ValueError(f"{source}: the text8 content has sha256 {digest}, expected {TEXT8_SHA256} (Mahoney's "
+                             f"text8); pass --skip-checksum to use this file anyway, or --sha256 with your own "
+                             f"pinned digest")
+        verified_by = "Mahoney's text8"
     out_dir = Path(out_dir)
     bounds = np.cumsum((0,) + TEXT8_SPLIT_SIZES)
-    manifest = {"format": "text8", "source": str(source), "sha256_source": sha256_of(source), "sha256_text8": digest,
-                "verified": digest == TEXT8_SHA256, "splits": {}}
+    manifest = {"format": "text8", "source": str(source), "sha256_source": file_digest, "sha256_text8": digest,
+                "verified": digest == TEXT8_SHA256, "sha256_pinned": sha256, "verified_by": verified_by,
+                "splits": {}}
     for split, lo, hi in zip(SPLITS, bounds[:-1], bounds[1:]):
         atomic_write_bytes(out_dir / f"{split}.txt", data[lo:hi])
         manifest["splits"][split] = {"characters": int(hi - lo),

@@ -34,7 +34,7 @@ from ..config import check_number, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
-from .training import PERIODIC_PARAMETER_NAMES, cpu_state_dict, device_of
+from .training import PERIODIC_PARAMETER_NAMES, cpu_state_dict, device_of, remove_stale_checkpoint_temporaries
 
 __all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
            "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
@@ -235,6 +235,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     if last_path.exists() and not resume:
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
+    remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
     corpus_signature = {"train_chars": corpus["train"].numel(),
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}

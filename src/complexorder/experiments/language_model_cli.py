@@ -15,7 +15,7 @@ from pathlib import Path
 from ..checkpoint import check_writable
 from ..config import builtin_configs, config_from_dict, merge_overrides, read_extended_toml
 from ..data.paths import resolve_data_dir
-from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, download_text8, prepare_text8
+from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
 from ..environment import resolve_device, set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
@@ -50,10 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = t8.add_mutually_exclusive_group(required=True)
     src.add_argument("--source", help="a local text8 or text8.zip file")
     src.add_argument("--download", action="store_true", help="download text8.zip (needs network)")
-    t8.add_argument("--sha256", help="expected SHA-256 of text8.zip (default: the pinned digest of Mahoney's file; "
-                                     "the size is always checked)")
+    t8.add_argument("--sha256", help="your own pinned SHA-256 (64 hex characters), checked instead of Mahoney's: "
+                                     "of text8.zip with --download (whose size is always checked), of the --source "
+                                     "file or of its text8 content with --source (default: the pinned digests of "
+                                     "Mahoney's text8.zip and text8)")
     t8.add_argument("--skip-checksum", action="store_true",
-                    help="accept a text8.zip or text8 whose SHA-256 differs from the pinned one")
+                    help="accept a text8.zip or text8 whose SHA-256 differs from the pinned one (not with --sha256)")
     t8.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     t8.add_argument("--out", help="output directory (default: DATA_DIR/text8)")
     t8.set_defaults(func=run_prepare_text8)
@@ -140,17 +142,25 @@ def run_build_corpus(args: argparse.Namespace) -> int:
 
 
 def run_prepare_text8(args: argparse.Namespace) -> int:
+    pinned = check_sha256(args.sha256, "--sha256") if args.sha256 is not None else None
+    if pinned and args.skip_checksum:
+        raise ValueError("--sha256 and --skip-checksum contradict each other: give --sha256 to check the file "
+                         "against your digest, or --skip-checksum to check none")
     data_dir = resolve_data_dir(args.data_dir)
     out = Path(args.out) if args.out else data_dir / "text8"
     # before the download and the 100M characters are read
     check_writable(out, "--out" if args.out else "--data-dir", directory=True)
     if args.download:
-        expected = None if args.skip_checksum else (args.sha256 or TEXT8_ZIP_SHA256)
+        expected = None if args.skip_checksum else (pinned or TEXT8_ZIP_SHA256)
         source = download_text8(data_dir, sha256=expected)
         print(f"downloaded {source} (sha256 {sha256_of(source)})")
     else:
         source = Path(args.source)
-    prepare_text8(source, out, verify=not args.skip_checksum)
+    manifest = prepare_text8(source, out, verify=not args.skip_checksum, sha256=pinned)
+    if pinned:
+        which = "the file" if manifest["sha256_source"] == pinned else "its text8 content"
+        print(f"checked {source} against --sha256 {pinned} (your pinned digest, instead of Mahoney's text8): "
+              f"{which} matches")
     print(f"wrote {out}/train.txt, valid.txt, test.txt (90M/5M/5M characters)")
     return 0
 

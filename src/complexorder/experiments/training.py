@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +20,7 @@ from tqdm.auto import tqdm
 from ..data.batching import EncodedDataset, iterate_batches
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "count_parameters"]
+           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
@@ -108,6 +110,28 @@ def device_of(model: nn.Module) -> torch.device:
 def cpu_state_dict(model: nn.Module) -> dict:
     """The model's state dict in CPU tensors: what checkpoints hold, whatever the device it trained on."""
     return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+#: The temporary name :func:`complexorder.checkpoint.atomic_write_bytes` gives a checkpoint ``NAME.pt`` while
+#: writing it (``tempfile.mkstemp``: prefix ``.NAME.pt.``, eight random characters, suffix ``.tmp``).
+_CHECKPOINT_TEMPORARY = re.compile(r"\.(.+\.pt)\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_checkpoint_temporaries(run_dir: str | Path, log=print, prefix: str = "") -> int:
+    """Remove the temporary checkpoint files (``.last.pt.XXXXXXXX.tmp``) that a write killed before its rename
+    (SIGKILL, power loss) left in ``run_dir``; they are incomplete by construction. Logs one line (after
+    ``prefix``) when there were any; returns how many were removed. Call it when a run starts or resumes."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return 0
+    stale = sorted(p for p in run_dir.iterdir()
+                   if _CHECKPOINT_TEMPORARY.fullmatch(p.name) and p.is_file() and not p.is_symlink())
+    for path in stale:
+        path.unlink(missing_ok=True)
+    if stale:
+        log(f"{prefix}removed {len(stale)} incomplete checkpoint file(s) left in {run_dir} by an interrupted write "
+            f"({', '.join(p.name for p in stale[:3])}{', …' if len(stale) > 3 else ''})")
+    return len(stale)
 
 
 @torch.no_grad()

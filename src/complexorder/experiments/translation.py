@@ -30,16 +30,16 @@ from tqdm.auto import tqdm
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
 from ..config import builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides, read_extended_toml
 from ..environment import resolve_device, rng_state, set_rng_state
-from ..data.multi30k import (BOS, EOS, PAD, build_tokenizer, filter_training_pairs, read_parallel, split_files,
+from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 from .training import (EMBEDDING_ATTRIBUTES, count_parameters, cpu_state_dict, device_of, parameter_groups,
-                       scale_frequency_lr)
+                       remove_stale_checkpoint_temporaries, scale_frequency_lr)
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
            "average_checkpoints", "epoch_checkpoints", "greedy_search", "beam_search", "translate_sentences", "corpus_bleu",
-           "evaluate_split"]
+           "evaluate_split", "count_unknown_words", "unknown_words_note"]
 
 CHECKPOINT_KIND = "translation"
 
@@ -136,6 +136,38 @@ def resolve_config(name_or_path: str, overrides: dict | None = None) -> Translat
 
 def _encode(tokenizer, pairs: Sequence[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
     return [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
+
+
+def _share(unknown: int, total: int) -> str:
+    return f"{unknown / max(1, total):.1%} ({unknown:,} of {total:,})"
+
+
+def _unknown_report(tokenizer, config: "TranslationConfig", train: Sequence[tuple[Sequence[int], Sequence[int]]],
+                    valid: Sequence[tuple[Sequence[int], Sequence[int]]]) -> str:
+    """How many source and target tokens of the (kept) training and the validation pairs the word vocabulary
+    reads as ``<unk>``: one log line."""
+    counts = []
+    for examples in (train, valid):
+        for side in (0, 1):
+            counts.append((sum(list(e[side]).count(UNK) for e in examples), sum(len(e[side]) for e in examples)))
+    return (f"word vocabulary {tokenizer.vocab_size:,} (min_frequency {config.data.min_frequency}): <unk> stands for "
+            f"{_share(*counts[0])} of training source tokens and {_share(*counts[1])} of target tokens, "
+            f"{_share(*counts[2])} of validation source tokens and {_share(*counts[3])} of target tokens")
+
+
+def count_unknown_words(tokenizer, sentences: Sequence[str]) -> tuple[int, int]:
+    """``(unknown, words)``: source words that the word vocabulary reads as ``<unk>``, and all words, of
+    ``sentences``; ``(0, 0)`` for BPE (byte fall-back: nothing is unknown)."""
+    if getattr(tokenizer, "kind", "bpe") != "word":
+        return 0, 0
+    encoded = [tokenizer.encode(s) for s in sentences]
+    return sum(ids.count(UNK) for ids in encoded), sum(len(ids) for ids in encoded)
+
+
+def unknown_words_note(unknown: int, words: int, where: str) -> str:
+    """The note ``translate run`` and ``translate eval`` print when source words are read as ``<unk>``."""
+    return (f"note: {unknown:,} of {words:,} source words ({unknown / max(1, words):.1%}) of {where} are not in the "
+            f"checkpoint's word vocabulary and are read as <unk>")
 
 
 def make_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None) -> list[list[int]]:
@@ -298,6 +330,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
+    remove_stale_checkpoint_temporaries(run_dir, log, f"{config.name}: ")
     tc = config.train
     cfg_dict = config_to_dict(config)
     last_path = run_dir / "last.pt"
@@ -341,6 +374,8 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         raise ValueError(f"no validation pairs in {' and '.join(map(str, valid_files))} (empty or blank files)")
     train = [encoded[i] for i in keep]
     valid = _encode(tokenizer, valid_pairs)
+    if getattr(tokenizer, "kind", "bpe") == "word":  # BPE has byte fall-back: no <unk>
+        log(f"{config.name}: {_unknown_report(tokenizer, config, train, valid)}")
     torch.manual_seed(tc.seed)
     model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD).to(device)
     def make_optimizer(embedding_attributes=EMBEDDING_ATTRIBUTES) -> torch.optim.Adam:
@@ -651,4 +686,6 @@ def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConf
     scores = corpus_bleu(hyps, [t for _, t in pairs], detokenized=getattr(tokenizer, "kind", "bpe") != "word")
     scores.update(split=split, sentences=len(pairs), beam_size=decode.beam_size,
                   length_penalty=decode.length_penalty, decode_seconds=time.perf_counter() - start)
+    if getattr(tokenizer, "kind", "bpe") == "word":  # source words read as <unk> (BPE has none)
+        scores["source_unk_words"], scores["source_words"] = count_unknown_words(tokenizer, [s for s, _ in pairs])
     return scores, hyps

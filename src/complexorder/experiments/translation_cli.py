@@ -150,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
         scores, hyps = T.evaluate_split(model, tokenizer, config, args.split, args.data_dir, decode=decode,
                                         progress=progress)
         scores.update(checkpoint=str(args.checkpoint), name=config.name, variant=config.model.variant)
+        if scores.get("source_unk_words"):
+            from ..data.multi30k import split_files
+
+            source = split_files(args.data_dir, args.split, config.data.src_lang, config.data.tgt_lang)[0]
+            log(T.unknown_words_note(scores["source_unk_words"], scores["source_words"], str(source)))
         if args.hypotheses:
             atomic_write_text(args.hypotheses, "".join(h + "\n" for h in hyps))
         if args.results:
@@ -168,6 +173,9 @@ def run(args: argparse.Namespace) -> int:
     sentences = read_lines(args.input) if args.input != "-" else decode_lines(sys.stdin.buffer.read(), "<stdin>")
     if not sentences:  # not an error (an empty file translates to an empty file), but never silent
         log(f"note: {'standard input' if args.input == '-' else args.input} holds no lines; nothing to translate")
+    unknown, words = T.count_unknown_words(tokenizer, sentences)
+    if unknown:
+        log(T.unknown_words_note(unknown, words, "standard input" if args.input == "-" else args.input))
     out = T.translate_sentences(model, tokenizer, sentences, decode, progress=progress and args.output != "-")
     text = "".join(o + "\n" for o in out)
     if args.output == "-":

@@ -1,0 +1,273 @@
+"""Bad input of ``lm prepare-text8 --sha256``, word-level ``<unk>`` reporting in translation, and the temporary
+checkpoint files an interrupted write leaves in a run directory."""
+
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+import torch
+
+from complexorder.cli import main
+from complexorder.config import config_from_dict
+from complexorder.data import text8 as t8
+from complexorder.experiments.language_model import LMConfig, train_language_model
+from complexorder.experiments.training import remove_stale_checkpoint_temporaries
+from complexorder.experiments.translation import count_unknown_words, resolve_config, train_translation
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and do not fight other processes for the cores)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def write(path, text: str | bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# lm prepare-text8 --sha256
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_text8(tmp_path, monkeypatch):
+    """A 20-character stand-in for the 100M-character text8 (as in test_language_model.py)."""
+    monkeypatch.setattr(t8, "TEXT8_CHARACTERS", 20)
+    monkeypatch.setattr(t8, "TEXT8_SPLIT_SIZES", (18, 1, 1))
+    data = b"the cat sat on a mat"
+    write(tmp_path / "text8", data)
+    with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
+        zf.writestr("text8", data)
+    return data
+
+
+def test_prepare_text8_sha256_pins_the_source_file_instead_of_mahoneys(tmp_path, small_text8, capsys):
+    digest = hashlib.sha256(small_text8).hexdigest()
+    source = tmp_path / "text8"
+    # the file's own digest (upper case is fine) is checked instead of Mahoney's, and the run says so
+    assert main(["lm", "prepare-text8", "--source", str(source), "--sha256", digest.upper(),
+                 "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert (f"checked {source} against --sha256 {digest} (your pinned digest, instead of Mahoney's text8): "
+            f"the file matches") in out.splitlines()
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["sha256_pinned"] == digest and manifest["verified_by"] == "--sha256 (file)"
+    assert manifest["verified"] is False  # not Mahoney's text8
+    assert (tmp_path / "a" / "train.txt").read_bytes() == small_text8[:18]
+    # text8.zip: the digest of the archive or of its text8 member
+    archive = tmp_path / "text8.zip"
+    zip_digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    for pinned, which, out_dir in ((zip_digest, "the file", "b"), (digest, "its text8 content", "c")):
+        assert main(["lm", "prepare-text8", "--source", str(archive), "--sha256", pinned,
+                     "--out", str(tmp_path / out_dir)]) == 0
+        assert (f"checked {archive} against --sha256 {pinned} (your pinned digest, instead of Mahoney's text8): "
+                f"{which} matches") in capsys.readouterr().out.splitlines()
+    # another digest: a one-line error naming --sha256, and nothing written
+    other = "0" * 64
+    assert main(["lm", "prepare-text8", "--source", str(source), "--sha256", other, "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: {source}: the file has sha256 {digest}, expected "
+                                               f"{other} (--sha256); is it the file you pinned?")
+    assert main(["lm", "prepare-text8", "--source", str(archive), "--sha256", other, "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: {archive}: the file has sha256 {zip_digest} and "
+                                               f"its text8 content {digest}, expected {other} (--sha256); is it the "
+                                               f"file you pinned?")
+    assert not (tmp_path / "d").exists()
+    # without --sha256: Mahoney's digest, and the error names both ways out
+    assert main(["lm", "prepare-text8", "--source", str(source), "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: {source}: the text8 content has sha256 {digest}, expected {t8.TEXT8_SHA256} (Mahoney's "
+        f"text8); pass --skip-checksum to use this file anyway, or --sha256 with your own pinned digest")
+
+
+@pytest.mark.parametrize("action", [["--source", "text8"], ["--download"]])
+@pytest.mark.parametrize("digest", ["xyz", "0" * 63, "g" * 64, ""])
+def test_prepare_text8_refuses_a_malformed_sha256_before_any_work(tmp_path, small_text8, monkeypatch, capsys,
+                                                                   action, digest):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(t8, "fetch", lambda *a, **k: pytest.fail("no download with a malformed --sha256"))
+    assert main(["lm", "prepare-text8", *action, "--sha256", digest, "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --sha256 must be a SHA-256 digest (64 "
+                                               f"hexadecimal characters), got {digest!r}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepare_text8_refuses_sha256_with_skip_checksum(tmp_path, small_text8, capsys):
+    digest = hashlib.sha256(small_text8).hexdigest()
+    assert main(["lm", "prepare-text8", "--source", str(tmp_path / "text8"), "--sha256", digest, "--skip-checksum",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: --sha256 and --skip-checksum contradict each other: give --sha256 to check the file "
+        "against your digest, or --skip-checksum to check none")
+    assert not (tmp_path / "out").exists()
+
+
+def test_prepare_text8_library_checks_the_sha256_argument(tmp_path, small_text8):
+    with pytest.raises(ValueError, match=r"^--sha256 must be a SHA-256 digest \(64 hexadecimal characters\), "
+                                         r"got 'abc'$"):
+        t8.prepare_text8(tmp_path / "text8", tmp_path / "out", sha256="abc")
+    manifest = t8.prepare_text8(tmp_path / "text8", tmp_path / "out", sha256=hashlib.sha256(small_text8).hexdigest())
+    assert manifest["verified_by"] == "--sha256 (file)"
+    assert t8.prepare_text8(tmp_path / "text8", tmp_path / "out2", verify=False)["verified_by"] is None
+
+
+# --------------------------------------------------------------------------------------
+# Word-level translation: <unk> counted and reported
+# --------------------------------------------------------------------------------------
+
+EN = ["one", "two", "three", "four"]
+DE = ["eins", "zwei", "drei", "vier"]
+
+
+@pytest.fixture(scope="module")
+def word_data(tmp_path_factory):
+    """Multi30k file layout; the training text has every word of EN/DE, validation and test some others."""
+    root = tmp_path_factory.mktemp("data")
+    folder = root / "translation/multi30k"
+    gen = torch.Generator().manual_seed(0)
+    rows = [torch.randint(0, 4, (3,), generator=gen).tolist() for _ in range(24)]
+    write(folder / "train.en", "".join(" ".join(EN[i] for i in r) + "\n" for r in rows))  # 72 tokens
+    write(folder / "train.de", "".join(" ".join(DE[i] for i in r) + "\n" for r in rows))
+    for split in ("val", "test2016"):  # 10 source tokens, 2 unknown; 9 target tokens, 1 unknown
+        write(folder / f"{split}.en", "one two seven\nthree four\nfour eight one\ntwo three\n")
+        write(folder / f"{split}.de", "eins zwei sieben\ndrei vier\nvier eins\nzwei drei\n")
+    return root
+
+
+def word_config(name="toy-word", **more):
+    return resolve_config("cpu-vanilla", {
+        "name": name, "model.d_model": 16, "model.nhead": 2, "model.num_encoder_layers": 1,
+        "model.num_decoder_layers": 1, "model.dim_feedforward": 32, "model.dropout": 0.0,
+        "data.preprocessing": "word", "data.min_frequency": 1, "train.batch_size": 8, "train.max_steps": 2,
+        "train.warmup_steps": 2, "decode.beam_size": 1, "decode.max_len_b": 3, **more})
+
+
+@pytest.fixture(scope="module")
+def word_run(word_data, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    messages = []
+    train_translation(word_config(), run_dir, word_data, progress=False, log=messages.append)
+    return run_dir, messages
+
+
+def test_word_training_reports_the_share_of_unk_tokens(word_run):
+    _, messages = word_run
+    assert ("toy-word: word vocabulary 12 (min_frequency 1): <unk> stands for 0.0% (0 of 72) of training source "
+            "tokens and 0.0% (0 of 72) of target tokens, 20.0% (2 of 10) of validation source tokens and 11.1% (1 of 9) "
+            "of target tokens") in messages
+
+
+def test_translate_run_and_eval_note_source_words_read_as_unk(word_run, word_data, tmp_path, capsys):
+    run_dir, _ = word_run
+    checkpoint = str(run_dir / "last.pt")
+    write(tmp_path / "in.en", "one seven two\nnine ten eleven\n")
+    assert main(["translate", "run", "--checkpoint", checkpoint, "--input", str(tmp_path / "in.en"),
+                 "--output", str(tmp_path / "out.de"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err.strip() == (f"note: 4 of 6 source words (66.7%) of {tmp_path / 'in.en'} are not in the checkpoint's "
+                           f"word vocabulary and are read as <unk>")
+    assert len((tmp_path / "out.de").read_text().splitlines()) == 2
+    # every word known: no note
+    write(tmp_path / "known.en", "one two\n")
+    assert main(["translate", "run", "--checkpoint", checkpoint, "--input", str(tmp_path / "known.en"),
+                 "--output", str(tmp_path / "known.de"), "--no-progress"]) == 0
+    assert "<unk>" not in capsys.readouterr().err
+    # eval: the split's source file, and the counts in the results
+    assert main(["translate", "eval", "--checkpoint", checkpoint, "--split", "test2016", "--data-dir", str(word_data),
+                 "--results", str(tmp_path / "results.jsonl"), "--no-progress"]) == 0
+    source = word_data / "translation/multi30k/test2016.en"
+    assert capsys.readouterr().err.strip() == (f"note: 2 of 10 source words (20.0%) of {source} are not in the "
+                                               f"checkpoint's word vocabulary and are read as <unk>")
+    record = json.loads((tmp_path / "results.jsonl").read_text())
+    assert record["source_unk_words"] == 2 and record["source_words"] == 10
+
+
+def test_count_unknown_words_is_zero_for_bpe():
+    class Bpe:
+        kind = "bpe"
+
+        def encode(self, text):
+            raise AssertionError("BPE has byte fall-back: nothing is encoded to count")
+
+    assert count_unknown_words(Bpe(), ["anything at all"]) == (0, 0)
+
+
+# --------------------------------------------------------------------------------------
+# Temporary checkpoint files left by a killed write
+# --------------------------------------------------------------------------------------
+
+
+def killed_checkpoint_write(path):
+    """Run ``atomic_write_bytes(path)`` in a child that SIGKILLs itself before the rename; the name of the
+    temporary file it leaves behind."""
+    code = textwrap.dedent(f"""
+        import os, signal
+        from complexorder import checkpoint
+        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+        checkpoint.atomic_write_bytes({str(path)!r}, b"half a checkpoint")
+    """)
+    assert subprocess.run([sys.executable, "-c", code]).returncode == -9
+    left = [p.name for p in path.parent.iterdir() if p.name.startswith(f".{path.name}.") and p.name.endswith(".tmp")]
+    assert len(left) == 1, left
+    return left[0]
+
+
+def test_helper_removes_only_checkpoint_temporaries(tmp_path):
+    stale = killed_checkpoint_write(tmp_path / "last.pt")
+    write(tmp_path / ".epoch3.pt.abc_1234.tmp", b"x")
+    keep = [".notes.tmp", ".log.jsonl.abcdefgh.tmp", "last.pt.abcdefgh.tmp", ".last.pt.tmp", ".last.pt.abc.tmp",
+            "epoch1.pt"]
+    for name in keep:
+        write(tmp_path / name, b"x")
+    messages = []
+    assert remove_stale_checkpoint_temporaries(tmp_path, messages.append, "run: ") == 2
+    assert messages == [f"run: removed 2 incomplete checkpoint file(s) left in {tmp_path} by an interrupted write "
+                        f"({', '.join(sorted([stale, '.epoch3.pt.abc_1234.tmp']))})"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
+    # nothing to remove, or no directory yet: silent
+    assert remove_stale_checkpoint_temporaries(tmp_path, messages.append) == 0
+    assert remove_stale_checkpoint_temporaries(tmp_path / "absent", messages.append) == 0
+    assert len(messages) == 1
+
+
+def test_translate_train_removes_temporaries_of_a_killed_checkpoint_write(word_data, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    stale = killed_checkpoint_write(run_dir / "last.pt")
+    messages = []
+    train_translation(word_config("toy-stale", **{"train.max_steps": 1}), run_dir, word_data, progress=False,
+                      log=messages.append)
+    assert f"toy-stale: removed 1 incomplete checkpoint file(s) left in {run_dir} by an interrupted write ({stale})" \
+        in messages
+    assert not (run_dir / stale).exists() and (run_dir / "last.pt").is_file()
+
+
+TINY_RUN = {"model": {"embedding": "complex-order", "n_layer": 1, "n_head": 2, "d_model": 16, "d_head": 8,
+                      "d_inner": 32, "mem_len": 8, "dropout": 0.0},
+            "train": {"tgt_len": 8, "batch_size": 2, "max_steps": 2, "lr": 3e-3, "log_interval": 1,
+                      "eval_interval": 2, "eval_tgt_len": 8, "eval_max_chars": 200, "checkpoint_interval": 2},
+            "eval": {"tgt_len": 8, "mem_len": 8, "clamp_len": 8, "same_length": True, "batch_size": 2}}
+
+
+def test_lm_train_removes_temporaries_of_a_killed_checkpoint_write(tmp_path):
+    text = "the cat sat on the mat and the dog sat on the log " * 20
+    for split in ("train", "valid", "test"):
+        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    out = tmp_path / "run"
+    out.mkdir()
+    stale = [killed_checkpoint_write(out / "last.pt"), killed_checkpoint_write(out / "best.pt")]
+    messages = []
+    train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", out, progress=False,
+                         log=messages.append)
+    assert (f"removed 2 incomplete checkpoint file(s) left in {out} by an interrupted write "
+            f"({', '.join(sorted(stale))})") in messages
+    assert not any((out / name).exists() for name in stale) and (out / "last.pt").is_file()
