@@ -84,33 +84,45 @@ def vectors_provenance(vectors: str | Path, sha256: str | None = None) -> dict |
     return record
 
 
-def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda name: name) -> None:
-    """One-line errors for :func:`train_word2vec`'s sizes; ``option`` names each (the CLI: ``--dim`` etc.)."""
+#: gensim's seed range (``Seed must be between 0 and 2**32 - 1``).
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda name: name, *, seed: int = 1,
+                            workers: int = 1) -> None:
+    """One-line errors for :func:`train_word2vec`'s settings; ``option`` names each (the CLI: ``--dim`` etc.).
+    Nothing here needs the corpus, so the CLI calls it before reading one (``min_count`` above the count of the
+    most frequent word is found by :func:`train_word2vec`)."""
     for name, value in (("dim", dim), ("epochs", epochs), ("min_count", min_count)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{option(name)} must be a positive integer, got {value!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"{option('workers')} must be a positive integer (gensim threads), got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise ValueError(f"{option('seed')} must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (gensim's "
+                         f"seed range), got {seed!r}")
 
 
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
-                   min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1):
+                   min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1, option=lambda name: name):
     """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors.
 
     With ``workers=1`` the vectors are a function of the corpus, ``seed`` and the numerical libraries
     (the same file on every run with the same gensim, NumPy and SciPy builds; other builds give other
     floats); with more threads gensim's result depends on thread scheduling and differs run to run.
     Beside the file, ``<out>.json`` records its sha256, the training settings, the corpus size and those
-    libraries' versions (:func:`vectors_provenance` reads it back).
+    libraries' versions (:func:`vectors_provenance` reads it back). ``option`` names the settings in errors (the
+    CLI: ``--min-count`` etc.).
     """
     from gensim.models import Word2Vec
 
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer (gensim threads), got {workers!r}")
+    check_word2vec_settings(dim, epochs, min_count, option, seed=seed, workers=workers)
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
-    check_word2vec_settings(dim, epochs, min_count)
     most = max(collections.Counter(w for s in sentences for w in s).values(), default=0)
     if most < min_count:
-        raise ValueError(f"min_count={min_count} leaves no word: the most frequent word occurs {most} time(s)")
+        raise ValueError(f"{option('min_count')}={min_count} leaves no word: the most frequent word occurs {most} "
+                         f"time(s)")
     logging.getLogger("gensim").setLevel(logging.WARNING)
     model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
                      negative=negative, epochs=epochs, seed=seed, workers=workers)
@@ -184,6 +196,35 @@ def _format_hint(path: Path, fmt: str) -> str:
     return f"; it looks like {sniffed}: pass --vectors-format {sniffed} (or auto)" if sniffed != fmt else ""
 
 
+def _text_rows_problem(path: Path, fmt: str) -> str | None:
+    """The first row of a word2vec-text or GloVe file with another number of values than the dimension (its
+    header's, or the first row's for GloVe), or fewer rows than the word2vec header declares, in a few words
+    naming the line (a file cut short by an interrupted copy, say); None when neither (or another format)."""
+    if fmt not in ("word2vec-text", "glove"):
+        return None
+    dim, declared, rows = None, None, 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            parts = raw.decode("utf-8", errors="replace").split()
+            if number == 1 and fmt == "word2vec-text":
+                if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                    return None
+                declared, dim = int(parts[0]), int(parts[1])
+                continue
+            if not parts:
+                continue
+            if dim is None:
+                dim = len(parts) - 1
+            if len(parts) - 1 != dim:
+                word = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + " …"
+                return (f"line {number} (word {word!r}) has {len(parts) - 1} values where {dim} were expected "
+                        f"({'the header' if fmt == 'word2vec-text' else 'the first row'}'s dimension; truncated?)")
+            rows += 1
+    if declared is not None and rows < declared:
+        return f"it has {rows} vector rows where its header declares {declared} (truncated?)"
+    return None
+
+
 def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | None = None):
     """Load word vectors with gensim ``KeyedVectors`` (word2vec binary/text, or GloVe text without header)."""
     from gensim.models import KeyedVectors
@@ -205,6 +246,7 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = first.encode("ascii", "backslashreplace").decode("ascii")  # raw bytes of a binary file, made printable
         first = first if len(first) <= 120 else first[:120] + " …"
+        first = _text_rows_problem(path, fmt) or first  # gensim's own words name no line ("could not broadcast ...")
         raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}{_format_hint(path, fmt)}") from None
     if expected_dim is not None and kv.vector_size != expected_dim:
         raise ValueError(f"vectors file {path} has dimension {kv.vector_size}, expected {expected_dim} "

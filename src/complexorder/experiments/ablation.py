@@ -7,6 +7,7 @@ results file, resumption and checkpoints are those of :mod:`complexorder.experim
 from __future__ import annotations
 
 import csv
+import json
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
@@ -15,9 +16,10 @@ import numpy as np
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
-from .report import latest_records, load_results, mixed_settings, paired_wilcoxon, read_notes
+from .report import check_records, latest_records, load_results, mixed_settings, paired_wilcoxon, read_notes
 
-__all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split"]
+__all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split", "TABLE4_FIELDS",
+           "table4_config_problem"]
 
 #: Our variant labels (configs/ablation/table4.toml) in the paper's row order, with f_d(j, pos) and W sharing.
 PAPER_ROWS = [
@@ -49,7 +51,35 @@ def parameter_split(record: dict) -> tuple[int, int]:
     return emb, sum(p.numel() for p in model.parameters()) - emb
 
 
+#: What a record needs for Table 4 besides a classification result's fields, and why.
+TABLE4_FIELDS = {"config": "which Table 4 needs to rebuild the model and count its parameters",
+                 "parameters": "which Table 4 needs (the row's parameter count)",
+                 "vocab_size": "which Table 4 needs to rebuild the model and count its parameters"}
+#: The entries of a record's ``config`` that rebuild its model (:func:`parameter_split`), with their form.
+CONFIG_FIELDS = {"model": (str, "a string"), "embedding": (str, "a string"), "embedding_options": (dict, "an object"),
+                 "settings": (dict, "an object"), "share_weights": (bool, "true or false")}
+
+
+def table4_config_problem(record: dict) -> str | None:
+    """What keeps :func:`parameter_split` from rebuilding the model of ``record`` (its ``config`` lacks an entry or
+    holds one of another type), in a few words; None when nothing does (or it has no ``config``: see TABLE4_FIELDS)."""
+    config = record.get("config")
+    if not isinstance(config, dict):
+        return None
+    for name, (kind, expected) in CONFIG_FIELDS.items():
+        if name not in config:
+            return f"'config' has no {name!r} ({expected}), which Table 4 needs to rebuild the model"
+        if not isinstance(config[name], kind):
+            return f"'config' entry {name!r} is {json.dumps(config[name], default=str)[:40]}; expected {expected}"
+    return None
+
+
 def render_table4(records: list[dict], commands: list[str] | None = None) -> str:
+    check_records(records, require=TABLE4_FIELDS)
+    for i, r in enumerate(records, 1):
+        problem = table4_config_problem(r)
+        if problem:
+            raise ValueError(f"results: record {i}: {problem}")
     records = [r for r in latest_records(records) if r["model"] == "transformer"]
     by_variant: dict[str, list[dict]] = defaultdict(list)
     for r in records:
@@ -290,7 +320,7 @@ def check_table4_records(records: list[dict], results: list[str]) -> None:
 def write_table4(results: list[str], out, notes: str | Path | None = None) -> str:
     """Render ``results`` as Table 4 into ``out``, then the Markdown file ``notes`` verbatim after a blank line."""
     notes_text = read_notes(notes)
-    records = load_results(results)
+    records = load_results(results, require=TABLE4_FIELDS, extra=table4_config_problem)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     check_table4_records(records, results)

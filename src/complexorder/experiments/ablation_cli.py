@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ablate(args: argparse.Namespace) -> int:
-    from .ablation import TABLE4_DATASETS, check_table4_records, write_table4
+    from .ablation import TABLE4_DATASETS, TABLE4_FIELDS, check_table4_records, table4_config_problem, write_table4
     from .report import load_results, read_notes
     from .classification_cli import load_grid
 
@@ -55,7 +55,8 @@ def run_ablate(args: argparse.Namespace) -> int:
         read_notes(args.notes)  # and so is a notes file that cannot be read
         # and so are --also-results files that do not exist, or results of other cells that the table would refuse
         existing = [*([grid.results] if Path(grid.results).is_file() else []), *args.also_results]
-        check_table4_records(load_results(existing, warn=lambda *_: None), existing)
+        records = load_results(existing, warn=lambda *_: None, require=TABLE4_FIELDS, extra=table4_config_problem)
+        check_table4_records(records, existing)
     if not args.report_only:
         code = run_classify(args, "ablation")
         if args.dry_run:

@@ -250,15 +250,16 @@ def run_vectors_train(args: argparse.Namespace) -> int:
     from ..data.vectors import (check_word2vec_settings, provenance_path, train_word2vec, unlabeled_sentences,
                                 vectors_provenance)
 
-    check_word2vec_settings(args.dim, args.epochs, args.min_count,  # before the corpus is read
-                            option=lambda name: "--" + name.replace("_", "-"))
+    option = lambda name: "--" + name.replace("_", "-")  # noqa: E731
+    check_word2vec_settings(args.dim, args.epochs, args.min_count, option,  # before the corpus is read
+                            seed=args.seed, workers=args.workers)
     check_writable(args.out, "--out")  # before the corpus is read and the vectors trained
     data_dir = resolve_data_dir(args.data_dir)
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
     print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "
           f"({sum(map(len, sentences)):,} tokens) from {data_dir}")
     kv = train_word2vec(sentences, args.out, dim=args.dim, epochs=args.epochs, min_count=args.min_count, seed=args.seed,
-                        workers=args.workers)
+                        workers=args.workers, option=option)
     made = vectors_provenance(args.out) or {}  # written by train_word2vec, with the file's digest
     # every classification result records this digest, so results from different vector files are told apart
     print(f"saved {len(kv.key_to_index):,} vectors to {args.out} (sha256 {made.get('sha256') or sha256_of(args.out)})")

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
@@ -23,10 +24,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import permutation_test, rankdata, wilcoxon
 
-from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, read_jsonl
+from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable
 
-__all__ = ["load_results", "latest_records", "cell_scores", "paired_wilcoxon", "signed_rank_greater", "significance_marks",
-           "render_table2", "plot_epoch_times", "paper_table2", "MARKS"]
+__all__ = ["load_results", "read_results_lines", "check_records", "record_problem", "latest_records", "cell_scores",
+           "paired_wilcoxon", "signed_rank_greater", "significance_marks", "render_table2", "plot_epoch_times",
+           "paper_table2", "MARKS"]
 
 MARKS = {"none": "§", "pe": "†", "tpe": "‡", "complex-vanilla": "*"}
 PAPER_COLUMNS = {"MR": "MR", "SUBJ": "SUBJ", "CR": "CR", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC",
@@ -35,7 +37,12 @@ MODEL_TITLES = {"fasttext": "FastText", "cnn": "CNN", "lstm": "LSTM", "transform
 ALPHA = 0.05
 
 
-def load_results(paths, warn=print) -> list[dict]:
+def load_results(paths, warn=print, require: dict[str, str] | None = None, extra=None) -> list[dict]:
+    """The records of the results files ``paths``, each checked where it was read: a one-line error naming the
+    file and line for a record whose fields are missing or malformed (:func:`record_problem`). ``require``: fields
+    only some outputs need, with what needs them (``FIGURE_FIELDS``); ``extra``: a further check of a record (its
+    problem, or None). A line that is not JSON (an interrupted write) is skipped and reported through ``warn``; a
+    file of which most lines are not JSON is refused."""
     records = []
     for path in paths:
         if Path(path).is_dir():
@@ -44,18 +51,116 @@ def load_results(paths, warn=print) -> list[dict]:
         if not Path(path).is_file():
             raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` (or `ablate`) "
                                     f"first")
-        found = read_jsonl(path, warn=warn)
-        check_records(found, f"results file {path}")
+        numbered = read_results_lines(path, warn)
+        found = [record for _, record in numbered]
+        check_records(found, f"results file {path}", check_fields=False)
+        for line, record in numbered:
+            problem = record_problem(record, require) or (extra(record) if extra else None)
+            if problem:
+                raise ValueError(f"results file {path}:{line}: {problem}")
         records.extend(found)
     return records
 
 
+#: Malformed lines of a results file reported one by one; more are reported in one line.
+MALFORMED_SHOWN = 3
+
+
+def read_results_lines(path: str | Path, warn=print) -> list[tuple[int, object]]:
+    """``(line number, record)`` of each JSON line of ``path`` (as :func:`~complexorder.checkpoint.read_jsonl`
+    reads it). Lines that are not JSON are skipped and reported through ``warn`` (one line each, or one line for
+    all when there are more than ``MALFORMED_SHOWN``); when lines that are not even the start of a record (cut
+    short by an interrupted write) are as many as the records, it is not a results file (word vectors, notes): a
+    one-line error, not a warning per line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")  # our lines are ASCII (json.dumps escapes the rest)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not a JSON-lines results file (not UTF-8 text: {exc.reason} at byte "
+                         f"{exc.start})") from None
+    numbered, malformed, foreign = [], [], 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            numbered.append((number, json.loads(line)))
+        except json.JSONDecodeError:
+            malformed.append(number)
+            if not line.lstrip().startswith("{"):  # not a record cut short by an interrupted write
+                foreign += 1
+    lines = len(numbered) + len(malformed)
+    if foreign and foreign >= len(numbered):
+        raise ValueError(f"results file {path}: {len(malformed)} of its {lines} lines are not JSON; it is not a "
+                         f"results file — pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
+    if len(malformed) > MALFORMED_SHOWN:
+        shown = ", ".join(map(str, malformed[:MALFORMED_SHOWN]))
+        warn(f"{path}: skipping {len(malformed)} malformed lines of {lines} (lines {shown}, …): not JSON, or cut "
+             f"short by an interrupted write")
+    else:
+        for number in malformed:
+            warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
+    return numbered
+
+
 #: What a classification result record must hold to be rendered.
 RECORD_FIELDS = ("dataset", "model", "variant", "split", "test_accuracy")
+#: What the figure of seconds per epoch (``report --figure``) needs besides, and why.
+FIGURE_FIELDS = {"seconds_per_epoch": "which the figure of seconds per epoch needs (pass --figure '' to render "
+                                      "the table alone)"}
 
 
-def check_records(records: list[dict], source: str = "results") -> None:
-    """A one-line error when ``records`` are not classification results (another experiment's file, say)."""
+def _is_number(value, low: float = -math.inf, high: float = math.inf) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and low <= value <= high)
+
+
+def _shown(value) -> str:
+    """``value`` as the JSON it was read from (``null``, ``"abc"``, ``5``), at most 40 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:40] + " …"
+
+
+def _field_forms() -> dict:
+    """``field -> (test, expected form)`` of the fields the renderers read (``None`` allowed where noted)."""
+    names = lambda valid: ", ".join(valid)  # noqa: E731
+    return {
+        "dataset": (lambda v: v in PAPER_COLUMNS, f"one of {names(PAPER_COLUMNS)}"),
+        "model": (lambda v: v in MODEL_TITLES, f"one of {names(MODEL_TITLES)}"),
+        "variant": (lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string naming the row"),
+        "split": (lambda v: isinstance(v, str) and re.fullmatch(r"(fold|seed)-\d+", v) is not None,
+                  'a string "fold-K" or "seed-K"'),
+        "test_accuracy": (lambda v: _is_number(v, 0, 1), "a number in [0, 1]"),
+        "dev_accuracy": (lambda v: v is None or _is_number(v, 0, 1), "a number in [0, 1] or null"),
+        "seconds_per_epoch": (lambda v: _is_number(v, 0), "a number >= 0"),
+        "finished_at": (lambda v: isinstance(v, str), 'a time stamp string ("2026-11-23T10:31:11")'),
+        "command": (lambda v: v is None or isinstance(v, str), "a string (the command line) or null"),
+        "config": (lambda v: isinstance(v, dict), "an object of the unit's settings"),
+        "parameters": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+        "vocab_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
+        "history": (lambda v: v is None or (isinstance(v, list) and all(
+            isinstance(h, dict) and all(_is_number(h[k]) for k in ("monitor_accuracy", "dev_accuracy") if k in h)
+            for h in v)), "a list of objects whose accuracies are numbers"),
+    }
+
+
+def record_problem(record: dict, require: dict[str, str] | None = None) -> str | None:
+    """What is wrong with the fields of a classification result ``record`` (an object holding ``RECORD_FIELDS``),
+    in a few words naming the field and the expected form; None when nothing is. Fields in ``require`` must be
+    present (their values say why); the others are checked where present."""
+    forms = _field_forms()
+    for name, why in (require or {}).items():
+        if name not in record:
+            expected = forms[name][1] if name in forms else "present"
+            return f"no {name!r} ({expected}), {why}"
+    for name, (test, expected) in forms.items():
+        if name in record and not test(record[name]):
+            return f"{name!r} is {_shown(record[name])}; expected {expected}"
+    return None
+
+
+def check_records(records: list[dict], source: str = "results", require: dict[str, str] | None = None,
+                  check_fields: bool = True) -> None:
+    """A one-line error when ``records`` are not classification results (another experiment's file, say), or
+    (``check_fields``) one of them has a field missing or malformed (:func:`record_problem`)."""
     for i, r in enumerate(records, 1):
         if not isinstance(r, dict):
             raise ValueError(f"{source}: record {i} is not a classification result (a JSON {type(r).__name__}, not "
@@ -65,6 +170,9 @@ def check_records(records: list[dict], source: str = "results") -> None:
             held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")
             raise ValueError(f"{source}: record {i} is not a classification result (no {missing[0]!r}; it holds "
                              f"{held}); pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
+        problem = record_problem(r, require) if check_fields else None
+        if problem:
+            raise ValueError(f"{source}: record {i}: {problem}")
 
 
 def setting_key(record: dict) -> str | None:
@@ -391,6 +499,7 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    check_records(records, require=FIGURE_FIELDS)
     times: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in latest_records(records):
         if dataset is None or r["dataset"] == dataset:
@@ -477,7 +586,7 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
     if figure:
         _image_format(figure)
     notes_text = read_notes(notes)
-    records = load_results(results)
+    records = load_results(results, require=FIGURE_FIELDS if figure else None)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     check_writable(out, "--out")  # creates nothing: the directory is made when the table is written
