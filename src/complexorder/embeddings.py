@@ -72,6 +72,12 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
         raise ValueError(f"tokens: id {bad} is outside the vocabulary [0, {num_embeddings}) (num_embeddings={num_embeddings})")
 
 
+def _position_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype positions (and phases) are computed in for parameters of ``dtype``: float16 and bfloat16 hold
+    integers exactly only up to 2048 and 256, so neighbouring positions beyond would share one encoding."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dtype) -> Tensor:
     """Positions as a ``dtype`` tensor broadcastable to ``tokens`` (default ``0..L-1``)."""
     if positions is None:
@@ -356,7 +362,7 @@ class SinusoidalPositionalEmbedding(WordEmbedding):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         words = self.embed_words(tokens)
-        pos = _resolve_positions(tokens, positions, words.dtype)
+        pos = _resolve_positions(tokens, positions, _position_dtype(words.dtype))
         pe = sinusoidal_position_encoding(pos, self.embedding_dim).to(words.dtype)
         if self.position_scale != 1.0:
             pe = pe * self.position_scale
@@ -494,6 +500,10 @@ class ComplexOrderEmbedding(nn.Module):
             if not fits or frequency_init.is_complex():
                 raise ValueError(f"frequency_init must be a real tensor broadcastable to the frequency table {shape}, "
                                  f"got {tuple(frequency_init.shape)} {frequency_init.dtype}")
+            if not bool(torch.isfinite(frequency_init).all()):
+                raise ValueError("frequency_init holds NaN or infinite values; frequencies must be finite")
+        elif isinstance(frequency_init, (int, float)) and not math.isfinite(frequency_init):
+            raise ValueError(f"frequency_init must be finite, got {frequency_init!r}")
         self.reset_parameters()
 
     def _table_shape(self, sharing: str | None) -> tuple[int, int]:
@@ -547,14 +557,19 @@ class ComplexOrderEmbedding(nn.Module):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
-        pos = _resolve_positions(tokens, positions, self.amplitude.dtype)
+        dtype = self.amplitude.dtype
+        if dtype == torch.bfloat16:
+            raise TypeError("ComplexOrderEmbedding has no bfloat16 form (PyTorch has no bfloat16 complex dtype); use "
+                            "float32, float64 or float16 parameters")
+        pos = _resolve_positions(tokens, positions, _position_dtype(dtype))
         if positions is None and self.first_position:
             pos = pos + self.first_position
-        if self.fused:
-            return complex_order_embedding(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
-                                           self.padding_idx, self.sparse)
-        return complex_order_embedding_reference(tokens, pos, self.amplitude, self.frequency,
-                                                 self.initial_phase, self.padding_idx, self.sparse)
+        # float16 parameters: plain autograd (the fused path multiplies in place, in the table's dtype), so that the
+        # phases w * pos are computed with the float32 positions; the result is rounded once to half precision
+        fused = self.fused and dtype != torch.float16
+        embed = complex_order_embedding if fused else complex_order_embedding_reference
+        out = embed(tokens, pos, self.amplitude, self.frequency, self.initial_phase, self.padding_idx, self.sparse)
+        return out.to(torch.complex32) if dtype == torch.float16 else out
 
     def extra_repr(self) -> str:
         options = [f"{name}={getattr(self, name)!r}" for name in ("frequency_sharing", "amplitude_sharing")

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import ComplexConv1d, SplitActivation
-from .readout import make_dropout, masked_max, padding_mask, to_real_features
+from .readout import check_embedding, check_tokens, make_dropout, masked_max, padding_mask, to_real_features
 
 __all__ = ["CNNClassifier"]
 
@@ -43,6 +43,7 @@ class CNNClassifier(nn.Module):
     def __init__(self, embedding: nn.Module, num_classes: int, filters: int = 100,
                  filter_sizes: tuple[int, ...] = (3, 4, 5), dropout: float = 0.5, share_weights: bool = False) -> None:
         super().__init__()
+        check_embedding(embedding, "CNNClassifier")
         self.embedding = embedding
         self.filter_sizes = tuple(filter_sizes)
         complex_ = embedding.is_complex
@@ -59,6 +60,7 @@ class CNNClassifier(nn.Module):
         self.output = nn.Linear(filters * len(self.filter_sizes), num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_tokens(tokens, "CNNClassifier")
         if tokens.shape[1] < max(self.filter_sizes):
             raise ValueError(f"tokens must be padded to at least the widest filter ({max(self.filter_sizes)}), "
                              f"got length {tokens.shape[1]}")

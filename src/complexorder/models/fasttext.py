@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..nn import ComplexLinear, SplitActivation
-from .readout import make_dropout, masked_mean, padding_mask, to_real_features
+from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
 
 __all__ = ["FastTextClassifier"]
 
@@ -42,6 +42,7 @@ class FastTextClassifier(nn.Module):
     def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,
                  share_weights: bool = False) -> None:
         super().__init__()
+        check_embedding(embedding, "FastTextClassifier")
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim
@@ -56,6 +57,7 @@ class FastTextClassifier(nn.Module):
         self.output = nn.Linear(hidden, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_tokens(tokens, "FastTextClassifier")
         mask = padding_mask(tokens, self.embedding)
         x = self.dropout(self.embedding(tokens))
         h = self.activation(self.hidden(masked_mean(x, mask)))

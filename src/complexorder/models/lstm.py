@@ -6,7 +6,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..nn import ComplexLSTM
-from .readout import make_dropout, padding_mask, to_real_features
+from .readout import check_embedding, check_tokens, make_dropout, padding_mask, to_real_features
 
 __all__ = ["LSTMClassifier"]
 
@@ -32,6 +32,7 @@ class LSTMClassifier(nn.Module):
     def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,
                  share_weights: bool = False) -> None:
         super().__init__()
+        check_embedding(embedding, "LSTMClassifier")
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim
@@ -44,6 +45,7 @@ class LSTMClassifier(nn.Module):
         self.output = nn.Linear(hidden, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_tokens(tokens, "LSTMClassifier")
         lengths = padding_mask(tokens, self.embedding).sum(1).clamp_min(1).cpu()
         x = self.dropout(self.embedding(tokens))
         if isinstance(self.lstm, ComplexLSTM):

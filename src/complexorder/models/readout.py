@@ -12,7 +12,24 @@ from torch import Tensor, nn
 from ..nn import ComplexDropout
 from ..nn.functional import modulus
 
-__all__ = ["padding_mask", "masked_mean", "masked_max", "make_dropout", "to_real_features"]
+__all__ = ["check_embedding", "check_tokens", "padding_mask", "masked_mean", "masked_max", "make_dropout", "to_real_features"]
+
+
+def check_embedding(embedding: nn.Module, model: str) -> None:
+    """A one-line ``TypeError`` unless ``embedding`` is one of :mod:`complexorder.embeddings` (the classifiers read
+    its ``is_complex`` and ``embedding_dim``)."""
+    if not (isinstance(embedding, nn.Module) and isinstance(getattr(embedding, "is_complex", None), bool)
+            and isinstance(getattr(embedding, "embedding_dim", None), int)):
+        raise TypeError(f"{model}: embedding must be a module of complexorder.embeddings (build_embedding(name, ...)), "
+                        f"which says whether it is complex (is_complex) and its embedding_dim; got "
+                        f"{type(embedding).__name__}")
+
+
+def check_tokens(tokens: Tensor, model: str) -> None:
+    """A one-line ``ValueError`` unless ``tokens`` is a ``[B, L]`` tensor (a 3-D batch would pool the wrong axis)."""
+    if not isinstance(tokens, Tensor) or tokens.dim() != 2:
+        shape = tuple(tokens.shape) if isinstance(tokens, Tensor) else type(tokens).__name__
+        raise ValueError(f"{model}: tokens must be a [B, L] tensor of token ids, got {shape}")
 
 
 def padding_mask(tokens: Tensor, embedding: nn.Module) -> Tensor:

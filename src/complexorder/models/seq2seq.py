@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Literal
 
 import torch
@@ -197,8 +198,15 @@ class TransformerSeq2Seq(nn.Module):
         self.complex_embedding = config.variant != "vanilla"
         network = config.network or ("complex" if self.complex_embedding else "real")
         self.is_complex = network == "complex"  # complex encoder/decoder stacks
+        if config.nhead < 1 or config.d_model < 1:
+            raise ValueError(f"model.d_model and model.nhead must be positive, got {config.d_model} and {config.nhead}")
         if config.d_model % config.nhead:
             raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
+        smallest = min(src_vocab_size, tgt_vocab_size)
+        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < smallest:
+            # a negative id would embed as row V + pad_id but never be masked (src == pad_id compares the raw id)
+            raise ValueError(f"pad_id must be a token id in [0, {smallest}) (the padding token of both "
+                             f"vocabularies), got {pad_id!r}")
         if config.share_weights and not self.is_complex:
             raise ValueError("share_weights applies to the complex network only (complex variants, network 'complex')")
         if config.attention_score != "modulus" and not self.is_complex:
@@ -299,8 +307,16 @@ class TransformerSeq2Seq(nn.Module):
             x = self.encoder_norm(x)
         return x, src_pad
 
+    def _check_memory(self, batch: int, memory: Tensor, src_pad: Tensor) -> None:
+        """The encoder output and its padding mask must belong to the same ``batch`` sentences (a batch of 1 would
+        otherwise be broadcast to every sentence by the complex attention)."""
+        if memory.dim() != 3 or memory.shape[0] != batch or tuple(src_pad.shape) != tuple(memory.shape[:2]):
+            raise ValueError(f"memory [B, Ls, D] and src_pad [B, Ls] must hold the same {batch} sentence(s) as the "
+                             f"target, got {tuple(memory.shape)} and {tuple(src_pad.shape)}")
+
     def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor) -> Tensor:
         """Teacher-forced decoder: logits ``[B, Lt, V]``; position ``t`` sees target tokens ``<= t`` only."""
+        self._check_memory(tgt_in.shape[0], memory, src_pad)
         length = tgt_in.shape[1]
         x = self._embed(self.tgt_embedding, tgt_in)
         if self.is_complex:
@@ -326,7 +342,11 @@ class TransformerSeq2Seq(nn.Module):
         :func:`reorder_cache` to follow beam-search back-pointers).
         """
         x = tokens.view(-1, 1)
-        x = self._embed(self.tgt_embedding, x, torch.full((1,), position, device=x.device))
+        if isinstance(position, bool) or not isinstance(position, (int, Integral)) or position < 0:
+            raise ValueError(f"position must be a non-negative integer (the new token's target position), "
+                             f"got {position!r}")
+        self._check_memory(x.shape[0], memory, src_pad)
+        x = self._embed(self.tgt_embedding, x, torch.full((1,), int(position), device=x.device))
         for i, layer in enumerate(self.decoder_layers):
             layer_cache = cache.setdefault(f"layer{i}", {})
             if self.is_complex:

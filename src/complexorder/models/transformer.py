@@ -6,7 +6,7 @@ from torch import Tensor, nn
 
 from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
-from .readout import make_dropout, masked_mean, padding_mask, to_real_features
+from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
 
 __all__ = ["TransformerClassifier", "NETWORKS", "READOUTS"]
 
@@ -68,6 +68,7 @@ class TransformerClassifier(nn.Module):
                  num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
                  attention_score: str = "modulus", network: str = "auto", readout: str = "modulus-of-mean") -> None:
         super().__init__()
+        check_embedding(embedding, "TransformerClassifier")
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, got {network!r}")
         if readout not in READOUTS:
@@ -92,6 +93,7 @@ class TransformerClassifier(nn.Module):
         self.output = nn.Linear(d, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
+        check_tokens(tokens, "TransformerClassifier")
         mask = padding_mask(tokens, self.embedding)
         x = self.embedding(tokens)
         if not self.is_complex:  # a complex embedding read by real layers: [Re f, Im f]; real ones pass through

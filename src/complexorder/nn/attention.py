@@ -95,6 +95,9 @@ class ComplexMultiheadAttention(nn.Module):
                  share_weights: bool = False, batch_first: bool = True, score: str = "modulus",
                  device=None, dtype=None) -> None:
         super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads}")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         self.score = CF.check_attention_score(score)
@@ -134,6 +137,13 @@ class ComplexMultiheadAttention(nn.Module):
                 raise ValueError(f"{name} must be [B, L, {self.embed_dim}] complex, got {tuple(z.shape)}")
         if not self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        if not query.shape[0] == key.shape[0] == value.shape[0] or key.shape[1] != value.shape[1]:
+            # nn.MultiheadAttention refuses these too; a batch of 1 would otherwise broadcast to every sequence
+            raise ValueError(f"query, key and value must hold the same batch (and key and value the same length), "
+                             f"got {tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)} (batch_first="
+                             f"{self.batch_first})")
+        if key_padding_mask is not None and key_padding_mask.shape[:1] != query.shape[:1]:
+            raise ValueError(f"key_padding_mask must be [B = {query.shape[0]}, Lk], got {tuple(key_padding_mask.shape)}")
         q = self._heads(self.q_proj(query))
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]

@@ -134,6 +134,8 @@ def modulus(input: Tensor, eps: float = 0.0) -> Tensor:
     With ``eps > 0`` it is ``sqrt(|z|^2 + eps)``, differentiable at ``z = 0``.
     """
     _require_complex("input", input)
+    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0.0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     if eps == 0.0:
         return input.abs()
     return torch.sqrt(input.real.square() + input.imag.square() + eps)
@@ -192,6 +194,14 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     """
     for name, z in (("query", query), ("key", key), ("value", value)):
         _require_complex(name, z)
+        if z.dim() < 2 or z.shape[-1] == 0:
+            raise ValueError(f"{name} must be [..., L, d] with d >= 1, got {tuple(z.shape)}")
+    if not query.dim() == key.dim() == value.dim():
+        raise ValueError(f"query, key and value must have the same number of dimensions, got {tuple(query.shape)}, "
+                         f"{tuple(key.shape)} and {tuple(value.shape)}")
+    if mask is not None and mask.dim() > query.dim():
+        raise ValueError(f"mask [..., Lq, Lk] may not have more dimensions than query {tuple(query.shape)}, got "
+                         f"{tuple(mask.shape)}")
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"query and key must share their last dimension, got {query.shape[-1]} and {key.shape[-1]}")
     if key.shape[-2] != value.shape[-2]:

@@ -102,7 +102,15 @@ class ComplexLSTM(nn.Module):
             zeros = x.new_zeros(1, batch, 2 * h)
             real_hx = (zeros, zeros)
         else:
-            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1) for t in hx)
+            if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+                raise TypeError(f"hx must be a pair (h_0, c_0) of complex tensors [1, {batch}, {h}], got "
+                                f"{type(hx).__name__}")
+            for name, t in zip(("h_0", "c_0"), hx):  # torch.lstm itself checks none of this (a wrong batch
+                _require_complex(f"hx's {name}", t)  # size read past the buffer)
+                if tuple(t.shape) != (1, batch, h):
+                    raise ValueError(f"hx's {name} must be [1, {batch}, {h}] (one layer, the input's batch, "
+                                     f"hidden_size), got {tuple(t.shape)}")
+            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1).to(x.dtype) for t in hx)
         params = self._real_params()
         has_bias = self.bias_real is not None
         if lengths is None:

@@ -1,0 +1,151 @@
+"""The Python API on bad or unusual arguments: a one-line error at the boundary, never a silently wrong result.
+
+Each case was found by an audit of the public API (stop 52); the comment says what happened before.
+"""
+
+import re
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import complexorder as co
+from complexorder import nn as cnn
+from complexorder.models import CNNClassifier, FastTextClassifier, LSTMClassifier, TransformerClassifier
+from complexorder.models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq
+from complexorder.nn import functional as CF
+
+
+def exactly(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+def test_complex_lstm_checks_its_initial_state():
+    """A wrong batch size in hx went to torch.lstm unchecked: the process aborted or read uninitialised memory."""
+    lstm = cnn.ComplexLSTM(8, 4, batch_first=True)
+    z = torch.randn(2, 5, 8, dtype=torch.complex64)
+    for batch in (1, 3):
+        h0 = torch.zeros(1, batch, 4, dtype=torch.complex64)
+        with pytest.raises(ValueError, match=exactly(f"hx's h_0 must be [1, 2, 4] (one layer, the input's batch, "
+                                                     f"hidden_size), got (1, {batch}, 4)")):
+            lstm(z, (h0, h0))
+    with pytest.raises(TypeError, match=exactly("hx's h_0 must be a complex tensor (torch.complex64), got "
+                                                "torch.float32")):
+        lstm(z, (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)))
+    with pytest.raises(TypeError, match=exactly("hx must be a pair (h_0, c_0) of complex tensors [1, 2, 4], got "
+                                                "Tensor")):
+        lstm(z, torch.zeros(1, 2, 4, dtype=torch.complex64))
+    # a valid state: the same as running the first steps and carrying their state on
+    out, (h, c) = lstm(z)
+    first, state = lstm(z[:, :2])
+    rest, (h2, c2) = lstm(z[:, 2:], state)
+    torch.testing.assert_close(torch.cat((first, rest), 1), out)
+    torch.testing.assert_close((h2, c2), (h, c))
+
+
+def test_seq2seq_pad_id_must_be_a_token_id():
+    """pad_id=-1 embedded as row V-1 but was never masked (src == -1); pad_id=None zeroed the whole table."""
+    cfg = Seq2SeqConfig("complex-order", d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                        dim_feedforward=16)
+    for pad in (-1, None, 20, True):
+        with pytest.raises(ValueError, match=exactly(f"pad_id must be a token id in [0, 20) (the padding token of "
+                                                     f"both vocabularies), got {pad!r}")):
+            TransformerSeq2Seq(cfg, 20, 20, pad_id=pad)
+    with pytest.raises(ValueError, match=exactly("model.d_model and model.nhead must be positive, got 8 and 0")):
+        TransformerSeq2Seq(Seq2SeqConfig("vanilla", d_model=8, nhead=0), 20, 20)
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "complex-order"])
+def test_seq2seq_decoding_checks_the_position_and_the_memory_batch(variant):
+    """A NaN position gave NaN logits (vanilla); a memory of batch 1 was broadcast to every sentence (complex)."""
+    model = TransformerSeq2Seq(Seq2SeqConfig(variant, d_model=8, nhead=2, num_encoder_layers=1,
+                                             num_decoder_layers=1, dim_feedforward=16), 20, 20).eval()
+    memory, src_pad = model.encode(torch.tensor([[3, 4, 5]]))
+    tokens = torch.tensor([1, 1])
+    for position in (float("nan"), -1, 1.5):
+        with pytest.raises(ValueError, match=exactly(f"position must be a non-negative integer (the new token's "
+                                                     f"target position), got {position!r}")):
+            model.decode_step(tokens[:1], position, memory, src_pad, {})
+    with pytest.raises(ValueError, match=exactly("memory [B, Ls, D] and src_pad [B, Ls] must hold the same 2 "
+                                                 "sentence(s) as the target, got "
+                                                 f"{tuple(memory.shape)} and (1, 3)")):
+        model.decode_step(tokens, 0, memory, src_pad, {})
+    with pytest.raises(ValueError, match=r"^memory \[B, Ls, D\] and src_pad \[B, Ls\] must hold the same 2 "):
+        model(torch.tensor([[3, 4, 5]]), torch.tensor([[1, 6], [1, 7]]))
+
+
+def test_complex_attention_refuses_what_nn_multihead_attention_refuses():
+    """A key/value or padding mask of batch 1 was broadcast to every sequence; num_heads=0 divided by zero."""
+    attn = cnn.ComplexMultiheadAttention(8, 2)
+    z = torch.randn(2, 5, 8, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=r"^query, key and value must hold the same batch \(and key and value the "
+                                         r"same length\), got \(2, 5, 8\), \(1, 5, 8\) and \(1, 5, 8\)"):
+        attn(z, z[:1], z[:1])
+    with pytest.raises(ValueError, match=exactly("key_padding_mask must be [B = 2, Lk], got (1, 5)")):
+        attn(z, key_padding_mask=torch.zeros(1, 5, dtype=torch.bool))
+    for heads in (0, -2):
+        with pytest.raises(ValueError, match=exactly(f"embed_dim and num_heads must be greater than 0, got "
+                                                     f"embed_dim=8 and num_heads={heads}")):
+            cnn.ComplexMultiheadAttention(8, heads)
+    q = torch.randn(3, 4, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=r"^query, key and value must have the same number of dimensions"):
+        CF.complex_scaled_dot_product_attention(q, z.unsqueeze(0), z.unsqueeze(0))
+    with pytest.raises(ValueError, match=r"^query must be \[\.\.\., L, d\] with d >= 1, got \(4,\)$"):
+        CF.complex_scaled_dot_product_attention(q[0], q, q)
+    with pytest.raises(ValueError, match=r"^mask \[\.\.\., Lq, Lk\] may not have more dimensions than query"):
+        CF.complex_scaled_dot_product_attention(q, q, q, torch.ones(1, 1, 3, 3, dtype=torch.bool))
+
+
+def test_modulus_eps_and_frequency_init_must_be_finite_and_sensible():
+    """eps=-1 gave NaN for small |z|; a NaN or infinite frequency_init made every embedding NaN."""
+    for eps in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match=exactly(f"eps must be a finite number >= 0, got {eps!r}")):
+            cnn.Modulus(eps)
+        with pytest.raises(ValueError, match=exactly(f"eps must be a finite number >= 0, got {eps!r}")):
+            CF.modulus(torch.zeros(2, dtype=torch.complex64), eps)
+    for init in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=exactly(f"frequency_init must be finite, got {init!r}")):
+            co.ComplexOrderEmbedding(10, 4, frequency_init=init)
+    with pytest.raises(ValueError, match=exactly("frequency_init holds NaN or infinite values; frequencies must be "
+                                                 "finite")):
+        co.ComplexOrderEmbedding(10, 4, frequency_init=torch.tensor([0.1, float("nan"), 0.2, 0.3]))
+
+
+def test_half_precision_embeddings_keep_neighbouring_positions_apart():
+    """float16 holds integers exactly only up to 2048, bfloat16 up to 256: positions were cast to the parameters'
+    dtype first, so 475 (float16) and 2300 (bfloat16) of 2999 neighbouring positions shared one encoding."""
+    tokens = torch.full((1, 3000), 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "ComplexHalf support is experimental"
+        for fused in (True, False):
+            embedding = co.ComplexOrderEmbedding(10, 8, fused=fused).half()
+            out = embedding(tokens)
+            assert out.dtype == torch.complex32
+            rows = torch.view_as_real(out)[0].flatten(1).float()
+            assert not (rows[1:] == rows[:-1]).all(1).any()
+            # the float32 computation's values, to half precision (the phases computed in float16 were 0.87 off)
+            full = co.ComplexOrderEmbedding(10, 8, fused=fused)
+            full.load_state_dict({k: v.float() for k, v in embedding.state_dict().items()})
+            torch.testing.assert_close(rows, torch.view_as_real(full(tokens))[0].flatten(1), atol=2e-3, rtol=2e-3)
+    tpe = co.SinusoidalPositionalEmbedding(10, 8).to(torch.bfloat16)
+    rows = tpe(tokens)[0]
+    assert rows.dtype == torch.bfloat16 and not (rows[1:] == rows[:-1]).all(1).any()
+    with pytest.raises(TypeError, match=r"^ComplexOrderEmbedding has no bfloat16 form"):
+        co.ComplexOrderEmbedding(10, 8).to(torch.bfloat16)(tokens[:, :4])
+
+
+@pytest.mark.parametrize("cls", [FastTextClassifier, CNNClassifier, LSTMClassifier, TransformerClassifier])
+def test_classifiers_name_a_foreign_embedding_and_a_token_tensor_of_the_wrong_rank(cls):
+    """nn.Embedding failed with "no attribute 'is_complex'"; [1, 2, 6] tokens gave FastText logits [1, 6, 2]."""
+    with pytest.raises(TypeError, match=exactly(f"{cls.__name__}: embedding must be a module of "
+                                                f"complexorder.embeddings (build_embedding(name, ...)), which says "
+                                                f"whether it is complex (is_complex) and its embedding_dim; got "
+                                                f"Embedding")):
+        cls(nn.Embedding(20, 8), 2)
+    kwargs = {"nhead": 2, "dim_feedforward": 16} if cls is TransformerClassifier else {}
+    model = cls(co.build_embedding("complex-order", 20, 8, padding_idx=0), 2, **kwargs).eval()
+    with pytest.raises(ValueError, match=exactly(f"{cls.__name__}: tokens must be a [B, L] tensor of token ids, got "
+                                                 f"(1, 2, 6)")):
+        model(torch.randint(1, 20, (1, 2, 6)))
+    assert model(torch.randint(1, 20, (2, 6))).shape == (2, 2)
