@@ -149,3 +149,25 @@ def test_classifiers_name_a_foreign_embedding_and_a_token_tensor_of_the_wrong_ra
                                                  f"(1, 2, 6)")):
         model(torch.randint(1, 20, (1, 2, 6)))
     assert model(torch.randint(1, 20, (2, 6))).shape == (2, 2)
+
+
+@pytest.mark.parametrize("share_weights", [False, True])
+def test_complex_conv1d_takes_the_argument_forms_of_nn_conv1d(share_weights):
+    """padding='same'/'valid' failed with "unsupported operand type(s) for -: 'int' and 'str'", kernel_size=(3,)
+    inside torch.empty."""
+    z = torch.randn(2, 4, 7, dtype=torch.complex64)
+    reference = cnn.ComplexConv1d(4, 5, 3, padding=1, share_weights=share_weights)
+    for kwargs, same_as in (({"padding": "same"}, reference), ({"padding": (1,), "kernel_size": (3,)}, reference),
+                            ({"padding": "valid"}, None)):
+        conv = cnn.ComplexConv1d(4, 5, **{"kernel_size": 3, **kwargs}, share_weights=share_weights)
+        conv.load_state_dict(reference.state_dict())
+        expected = reference(z) if same_as is not None else reference(z)[..., 1:-1]  # 'valid': no padding
+        torch.testing.assert_close(conv(z), expected)
+    for kwargs, message in (({"padding": "full"}, "padding must be an integer, 'valid' or 'same' (as torch.nn.Conv1d), "
+                                                  "got 'full'"),
+                            ({"padding": -1}, "padding must be an integer >= 0 (or a 1-tuple of one), got -1"),
+                            ({"kernel_size": 0}, "kernel_size must be an integer >= 1 (or a 1-tuple of one), got 0"),
+                            ({"padding": "same", "stride": 2}, "padding='same' is not supported for strided "
+                                                               "convolutions (as torch.nn.Conv1d)")):
+        with pytest.raises(ValueError, match=exactly(message)):
+            cnn.ComplexConv1d(4, 5, **{"kernel_size": 3, **kwargs})

@@ -11,12 +11,22 @@ from .linear import init_complex_pair
 __all__ = ["ComplexConv1d"]
 
 
+def _single(value, name: str, low: int = 1) -> int:
+    """An ``nn.Conv1d``-style size (an int or a 1-tuple) as an int >= ``low``; a one-line error otherwise."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low} (or a 1-tuple of one), got {value!r}")
+    return value
+
+
 class ComplexConv1d(nn.Module):
     r"""Complex convolution over time, ``(A*x - B*y + c) + i(B*x + A*y + d)``.
 
     Args:
         in_channels, out_channels, kernel_size, stride, padding, dilation: as
-            :class:`torch.nn.Conv1d`; ``padding=0`` (default) is the narrow convolution of the paper.
+            :class:`torch.nn.Conv1d` (an int or a 1-tuple; ``padding`` also ``"valid"`` or ``"same"``);
+            ``padding=0`` (default) is the narrow convolution of the paper.
         bias: learn ``c + id``.
         share_weights: ``A = B`` and ``c = d`` (half the parameters).
 
@@ -34,6 +44,16 @@ class ComplexConv1d(nn.Module):
                  dilation: int = 1, bias: bool = True, share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
+        kernel_size, stride, dilation = (_single(v, name) for v, name in ((kernel_size, "kernel_size"),
+                                                                          (stride, "stride"), (dilation, "dilation")))
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"padding must be an integer, 'valid' or 'same' (as torch.nn.Conv1d), got {padding!r}")
+            if padding == "same" and stride != 1:
+                raise ValueError("padding='same' is not supported for strided convolutions (as torch.nn.Conv1d)")
+            padding = 0 if padding == "valid" else padding
+        else:
+            padding = _single(padding, "padding", low=0)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
         self.share_weights = share_weights
@@ -52,7 +72,7 @@ class ComplexConv1d(nn.Module):
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() != 3 or input.shape[1] != self.in_channels:
             raise ValueError(f"ComplexConv1d expects input [N, {self.in_channels}, L], got {tuple(input.shape)}")
-        if input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * self.padding:
+        if self.padding != "same" and input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * self.padding:
             raise ValueError(f"input length {input.shape[-1]} is shorter than the kernel ({self.kernel_size}); "
                              "pad the sequences to at least the kernel size")
         return CF.complex_conv1d(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag,
@@ -63,7 +83,7 @@ class ComplexConv1d(nn.Module):
         if self.stride != 1:
             s += f", stride={self.stride}"
         if self.padding:
-            s += f", padding={self.padding}"
+            s += f", padding={self.padding!r}"
         if self.dilation != 1:
             s += f", dilation={self.dilation}"
         if self.bias_real is None:
