@@ -171,3 +171,15 @@ def test_complex_conv1d_takes_the_argument_forms_of_nn_conv1d(share_weights):
                                                                "convolutions (as torch.nn.Conv1d)")):
         with pytest.raises(ValueError, match=exactly(message)):
             cnn.ComplexConv1d(4, 5, **{"kernel_size": 3, **kwargs})
+
+
+@pytest.mark.parametrize("name", ["complex-order", "complex-vanilla", "none", "pe", "tpe"])
+def test_every_embedding_takes_the_token_dtypes_of_f_embedding_and_names_the_others(name):
+    """int16/uint8 tokens worked in some tables and failed inside F.embedding in others."""
+    embedding = co.build_embedding(name, 10, 4)
+    expected = embedding(torch.tensor([[1, 2]]))
+    torch.testing.assert_close(embedding(torch.tensor([[1, 2]], dtype=torch.int32)), expected)
+    for dtype in (torch.int16, torch.uint8, torch.int8):
+        with pytest.raises(TypeError, match=exactly(f"tokens must be an integer tensor (torch.long or torch.int), got "
+                                                    f"dtype {dtype}")):
+            embedding(torch.tensor([[1, 2]], dtype=dtype))

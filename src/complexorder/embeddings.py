@@ -59,7 +59,7 @@ FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros", "word-index")
 def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
     if not isinstance(tokens, Tensor):
         raise TypeError(f"tokens must be an integer torch.Tensor, got {type(tokens).__name__}")
-    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+    if tokens.dtype not in (torch.long, torch.int):  # as F.embedding: int8, int16 and uint8 failed in some tables
         raise TypeError(f"tokens must be an integer tensor (torch.long or torch.int), got dtype {tokens.dtype}")
     if tokens.dim() == 0:
         raise ValueError("tokens must have at least one dimension [..., L], got a 0-d tensor")
