@@ -19,15 +19,6 @@ from complexorder.experiments.training import remove_stale_checkpoint_temporarie
 from complexorder.experiments.translation import count_unknown_words, resolve_config, train_translation
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread (and do not fight other processes for the cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def write(path, text: str | bytes):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
