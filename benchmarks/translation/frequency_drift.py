@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
 from complexorder.checkpoint import load_checkpoint
 from complexorder.embeddings import sinusoidal_frequencies
 
