@@ -183,3 +183,19 @@ def test_every_embedding_takes_the_token_dtypes_of_f_embedding_and_names_the_oth
         with pytest.raises(TypeError, match=exactly(f"tokens must be an integer tensor (torch.long or torch.int), got "
                                                     f"dtype {dtype}")):
             embedding(torch.tensor([[1, 2]], dtype=dtype))
+
+
+def test_from_pretrained_keeps_the_matrix_dtype_and_split_activation_names_a_class_given_for_an_instance():
+    """A float64 matrix made float32 parameters (nn.Embedding.from_pretrained keeps float64); SplitActivation(nn.ReLU)
+    was accepted and failed at forward with "complex(): argument 'real' must be Tensor, not ReLU"."""
+    matrix = torch.randn(5, 4, dtype=torch.float64)
+    for cls in (co.ComplexOrderEmbedding, co.ComplexVanillaEmbedding):
+        embedding = cls.from_pretrained(matrix)
+        assert embedding.amplitude.dtype == torch.float64 and torch.equal(embedding.amplitude, matrix)
+        assert embedding(torch.tensor([[1, 2]])).dtype == torch.complex128
+        assert cls.from_pretrained(matrix, dtype=torch.float32).amplitude.dtype == torch.float32
+    with pytest.raises(TypeError, match=exactly("activation must be a name, a function or a module instance, got the "
+                                                "class ReLU; pass ReLU() instead")):
+        cnn.SplitActivation(nn.ReLU)
+    z = torch.randn(3, dtype=torch.complex64)
+    torch.testing.assert_close(cnn.SplitActivation(nn.ReLU())(z), torch.complex(z.real.relu(), z.imag.relu()))

@@ -131,6 +131,8 @@ def _from_pretrained(cls: type, amplitude: Tensor, freeze_amplitude: bool, kwarg
     if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
         got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
         raise ValueError(f"amplitude must be a 2-d [V, D] tensor, got {got}")
+    if amplitude.is_floating_point():  # as nn.Embedding.from_pretrained: the matrix's dtype (float64 stays float64)
+        kwargs = {"dtype": amplitude.dtype, **kwargs}
     emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
     emb.amplitude.requires_grad_(not freeze_amplitude)
     return emb

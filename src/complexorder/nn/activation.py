@@ -43,6 +43,9 @@ class SplitActivation(nn.Module):
             if activation not in ACTIVATIONS:
                 raise ValueError(f"unknown activation {activation!r}; valid names: {', '.join(ACTIVATIONS)}")
             self.name, self.fn = activation, ACTIVATIONS[activation]
+        elif isinstance(activation, type):  # nn.ReLU itself: calling it would build a module, not apply one
+            raise TypeError(f"activation must be a name, a function or a module instance, got the class "
+                            f"{activation.__name__}; pass {activation.__name__}() instead")
         elif callable(activation):
             self.name, self.fn = getattr(activation, "__name__", type(activation).__name__), activation
         else:
