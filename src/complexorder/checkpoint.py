@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "save_checkpoint",
+__all__ = ["check_writable", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl",
+           "is_cut_record", "save_checkpoint",
            "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
@@ -170,26 +171,41 @@ def drop_records_after(path: str | Path, step: int) -> int:
     return len(lines) - len(kept)
 
 
-def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:
-    """Records of a JSON-lines file (missing file: empty). Malformed lines are skipped and reported."""
+def scan_jsonl(path: str | Path) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
+    """``(line number, record)`` of each JSON line of ``path`` and ``(line number, text)`` of each non-blank line
+    that is not JSON (missing file: both empty). A file that is not UTF-8 text is a one-line error."""
     path = Path(path)
     if not path.exists():
-        return []
-    records = []
+        return [], []
     try:
         text = path.read_text(encoding="utf-8")  # our lines are ASCII (json.dumps escapes the rest)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not a JSON-lines results file (not UTF-8 text: {exc.reason} at byte "
                          f"{exc.start})") from None
+    records, malformed = [], []
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append((number, json.loads(line)))
         except json.JSONDecodeError:
-            if warn is not None:
-                warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
-    return records
+            malformed.append((number, line))
+    return records, malformed
+
+
+def is_cut_record(line: str) -> bool:
+    """Whether a line that is not JSON is the beginning of a record, cut short by an interrupted write
+    (:func:`append_jsonl` starts the next record on a fresh line), rather than text of another kind."""
+    return line.lstrip().startswith("{")
+
+
+def read_jsonl(path: str | Path, *, warn=None) -> list[dict]:
+    """Records of a JSON-lines file (missing file: empty). Malformed lines are skipped and reported."""
+    records, malformed = scan_jsonl(path)
+    if warn is not None:
+        for number, _ in malformed:
+            warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
+    return [record for _, record in records]
 
 
 def save_checkpoint(path: str | Path, kind: str, model_state: dict, config: dict, **extra: Any) -> None:

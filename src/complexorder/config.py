@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["check_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
+__all__ = ["check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
            "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
@@ -46,6 +46,12 @@ def read_toml(path: str | Path) -> dict:
                          f"{exc.start})") from None
 
 
+def is_finite_number(value: Any, low: float = -math.inf, high: float = math.inf) -> bool:
+    """Whether ``value`` is an int or float (not a bool), finite, and in ``[low, high]``."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and low <= value <= high)
+
+
 def check_number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
                  low_open: bool = False, high_open: bool = False, meaning: str = "") -> None:
     """Raise a one-line ``ValueError`` naming ``name`` unless ``value`` is a finite number in the range.
@@ -54,10 +60,8 @@ def check_number(name: str, value: Any, *, low: float | None = None, high: float
     to the expected form (``" (0: no clipping)"``). NaN and infinities never pass: a learning rate of
     ``inf`` would otherwise train to NaN and exit successfully.
     """
-    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    inside = finite and (low is None or (value > low if low_open else value >= low)) and \
-        (high is None or (value < high if high_open else value <= high))
-    if inside:
+    if is_finite_number(value, -math.inf if low is None else low, math.inf if high is None else high) and \
+            not (low_open and value == low) and not (high_open and value == high):
         return
     if low is not None and high is not None:
         form = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"

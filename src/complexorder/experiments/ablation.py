@@ -75,11 +75,7 @@ def table4_config_problem(record: dict) -> str | None:
 
 
 def render_table4(records: list[dict], commands: list[str] | None = None) -> str:
-    check_records(records, require=TABLE4_FIELDS)
-    for i, r in enumerate(records, 1):
-        problem = table4_config_problem(r)
-        if problem:
-            raise ValueError(f"results: record {i}: {problem}")
+    check_records(records, require=TABLE4_FIELDS, extra=table4_config_problem)
     records = [r for r in latest_records(records) if r["model"] == "transformer"]
     by_variant: dict[str, list[dict]] = defaultdict(list)
     for r in records:

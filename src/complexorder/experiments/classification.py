@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from ..checkpoint import append_jsonl, check_writable, load_checkpoint, read_jsonl, save_checkpoint
+from ..checkpoint import append_jsonl, check_writable, is_cut_record, load_checkpoint, save_checkpoint, scan_jsonl
 from ..config import config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
@@ -399,17 +399,15 @@ def _read_results_file(path: Path, log) -> list[dict]:
     (notes, a vectors file, another experiment's records). Lines cut short by interrupted writes (a JSON object's
     beginning: ``append_jsonl`` starts the next record on a fresh line) are tolerated and reported, however many
     crashes a long grid has seen; any other line that is not JSON means the file is not a results file."""
-    malformed: list[str] = []
-    records = read_jsonl(path, warn=malformed.append)
-    if malformed:
-        cut_short = all(line.startswith('{"') for line in _unparsable_lines(path))
-        if not records or not cut_short:
-            lines = len(records) + len(malformed)
-            raise ValueError(f"results file {path} (--results): {len(malformed)} of its {lines} lines are not JSON "
-                             f"(nor records cut short by an interrupted write); it is not a file that `complexorder "
-                             f"classify` wrote — pass a new file, or one that `classify` wrote")
-    for message in malformed:
-        log(message)
+    numbered, malformed = scan_jsonl(path)
+    records = [record for _, record in numbered]
+    if malformed and (not records or not all(is_cut_record(line) for _, line in malformed)):
+        lines = len(records) + len(malformed)
+        raise ValueError(f"results file {path} (--results): {len(malformed)} of its {lines} lines are not JSON "
+                         f"(nor records cut short by an interrupted write); it is not a file that `complexorder "
+                         f"classify` wrote — pass a new file, or one that `classify` wrote")
+    for number, _ in malformed:
+        log(f"{path}:{number}: skipping a malformed (probably interrupted) line")
     for i, r in enumerate(records, 1):
         if not isinstance(r, dict):
             raise ValueError(f"results file {path}: record {i} is a JSON {type(r).__name__}, not an object; pass a "
@@ -419,18 +417,6 @@ def _read_results_file(path: Path, log) -> list[dict]:
             raise ValueError(f"results file {path} (--results): record {i} is not a classification result (it holds "
                              f"{held}); pass a new file or one that `complexorder classify` wrote")
     return records
-
-
-def _unparsable_lines(path: Path) -> list[str]:
-    """The non-blank lines of ``path`` that are not JSON, stripped."""
-    out = []
-    for line in path.read_text(encoding="utf-8").split("\n"):
-        try:
-            if line.strip():
-                json.loads(line)
-        except ValueError:
-            out.append(line.strip())
-    return out
 
 
 def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:

@@ -34,7 +34,8 @@ from ..config import check_number, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
-from .training import PERIODIC_PARAMETER_NAMES, cpu_state_dict, device_of, remove_stale_checkpoint_temporaries
+from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
+                       remove_stale_checkpoint_temporaries)
 
 __all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
            "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
@@ -321,10 +322,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         logits, memory = model(x, memory)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss_value = loss.item()
-        if not math.isfinite(loss_value):
-            kept = f"{last_path} keeps the last checkpoint" if last_path.is_file() else "no checkpoint was saved"
-            raise FloatingPointError(f"training diverged at step {state['step'] + 1}: the loss is {loss_value} "
-                                     f"({kept}); lower train.lr or raise train.warmup_steps")
+        check_finite_loss(loss_value, state["step"] + 1, last_path)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if t.clip > 0:

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import permutation_test, rankdata, wilcoxon
 
-from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable
+from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, is_cut_record, scan_jsonl
+from ..config import is_finite_number
 
 __all__ = ["load_results", "read_results_lines", "check_records", "record_problem", "latest_records", "cell_scores",
            "paired_wilcoxon", "signed_rank_greater", "significance_marks", "render_table2", "plot_epoch_times",
@@ -67,36 +68,22 @@ MALFORMED_SHOWN = 3
 
 
 def read_results_lines(path: str | Path, warn=print) -> list[tuple[int, object]]:
-    """``(line number, record)`` of each JSON line of ``path`` (as :func:`~complexorder.checkpoint.read_jsonl`
-    reads it). Lines that are not JSON are skipped and reported through ``warn`` (one line each, or one line for
-    all when there are more than ``MALFORMED_SHOWN``); when lines that are not even the start of a record (cut
-    short by an interrupted write) are as many as the records, it is not a results file (word vectors, notes): a
-    one-line error, not a warning per line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")  # our lines are ASCII (json.dumps escapes the rest)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not a JSON-lines results file (not UTF-8 text: {exc.reason} at byte "
-                         f"{exc.start})") from None
-    numbered, malformed, foreign = [], [], 0
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            numbered.append((number, json.loads(line)))
-        except json.JSONDecodeError:
-            malformed.append(number)
-            if not line.lstrip().startswith("{"):  # not a record cut short by an interrupted write
-                foreign += 1
+    """``(line number, record)`` of each JSON line of ``path``. Lines that are not JSON are skipped and reported
+    through ``warn`` (one line each, or one line for all when there are more than ``MALFORMED_SHOWN``); when lines
+    that are not even the start of a record (:func:`~complexorder.checkpoint.is_cut_record`) are as many as the
+    records, it is not a results file (word vectors, notes): a one-line error, not a warning per line."""
+    numbered, malformed = scan_jsonl(path)
     lines = len(numbered) + len(malformed)
+    foreign = sum(not is_cut_record(line) for _, line in malformed)
     if foreign and foreign >= len(numbered):
         raise ValueError(f"results file {path}: {len(malformed)} of its {lines} lines are not JSON; it is not a "
                          f"results file — pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
     if len(malformed) > MALFORMED_SHOWN:
-        shown = ", ".join(map(str, malformed[:MALFORMED_SHOWN]))
+        shown = ", ".join(str(number) for number, _ in malformed[:MALFORMED_SHOWN])
         warn(f"{path}: skipping {len(malformed)} malformed lines of {lines} (lines {shown}, …): not JSON, or cut "
              f"short by an interrupted write")
     else:
-        for number in malformed:
+        for number, _ in malformed:
             warn(f"{path}:{number}: skipping a malformed (probably interrupted) line")
     return numbered
 
@@ -108,9 +95,29 @@ FIGURE_FIELDS = {"seconds_per_epoch": "which the figure of seconds per epoch nee
                                       "the table alone)"}
 
 
-def _is_number(value, low: float = -math.inf, high: float = math.inf) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and low <= value <= high)
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+#: ``field -> (test, expected form)`` of the fields the renderers read (``None`` allowed where noted).
+FIELD_FORMS = {
+    "dataset": (lambda v: v in PAPER_COLUMNS, f"one of {', '.join(PAPER_COLUMNS)}"),
+    "model": (lambda v: v in MODEL_TITLES, f"one of {', '.join(MODEL_TITLES)}"),
+    "variant": (lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string naming the row"),
+    "split": (lambda v: isinstance(v, str) and re.fullmatch(r"(fold|seed)-\d+", v) is not None,
+              'a string "fold-K" or "seed-K"'),
+    "test_accuracy": (lambda v: is_finite_number(v, 0, 1), "a number in [0, 1]"),
+    "dev_accuracy": (lambda v: v is None or is_finite_number(v, 0, 1), "a number in [0, 1] or null"),
+    "seconds_per_epoch": (lambda v: is_finite_number(v, 0), "a number >= 0"),
+    "finished_at": (lambda v: isinstance(v, str), 'a time stamp string ("2026-11-23T10:31:11")'),
+    "command": (lambda v: v is None or isinstance(v, str), "a string (the command line) or null"),
+    "config": (lambda v: isinstance(v, dict), "an object of the unit's settings"),
+    "parameters": (_is_count, "a positive integer"),
+    "vocab_size": (_is_count, "a positive integer"),
+    "history": (lambda v: v is None or (isinstance(v, list) and all(
+        isinstance(h, dict) and all(is_finite_number(h[k]) for k in ("monitor_accuracy", "dev_accuracy") if k in h)
+        for h in v)), "a list of objects whose accuracies are numbers"),
+}
 
 
 def _shown(value) -> str:
@@ -119,48 +126,24 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:40] + " …"
 
 
-def _field_forms() -> dict:
-    """``field -> (test, expected form)`` of the fields the renderers read (``None`` allowed where noted)."""
-    names = lambda valid: ", ".join(valid)  # noqa: E731
-    return {
-        "dataset": (lambda v: v in PAPER_COLUMNS, f"one of {names(PAPER_COLUMNS)}"),
-        "model": (lambda v: v in MODEL_TITLES, f"one of {names(MODEL_TITLES)}"),
-        "variant": (lambda v: isinstance(v, str) and v.strip() != "", "a non-empty string naming the row"),
-        "split": (lambda v: isinstance(v, str) and re.fullmatch(r"(fold|seed)-\d+", v) is not None,
-                  'a string "fold-K" or "seed-K"'),
-        "test_accuracy": (lambda v: _is_number(v, 0, 1), "a number in [0, 1]"),
-        "dev_accuracy": (lambda v: v is None or _is_number(v, 0, 1), "a number in [0, 1] or null"),
-        "seconds_per_epoch": (lambda v: _is_number(v, 0), "a number >= 0"),
-        "finished_at": (lambda v: isinstance(v, str), 'a time stamp string ("2026-11-23T10:31:11")'),
-        "command": (lambda v: v is None or isinstance(v, str), "a string (the command line) or null"),
-        "config": (lambda v: isinstance(v, dict), "an object of the unit's settings"),
-        "parameters": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
-        "vocab_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"),
-        "history": (lambda v: v is None or (isinstance(v, list) and all(
-            isinstance(h, dict) and all(_is_number(h[k]) for k in ("monitor_accuracy", "dev_accuracy") if k in h)
-            for h in v)), "a list of objects whose accuracies are numbers"),
-    }
-
-
 def record_problem(record: dict, require: dict[str, str] | None = None) -> str | None:
     """What is wrong with the fields of a classification result ``record`` (an object holding ``RECORD_FIELDS``),
     in a few words naming the field and the expected form; None when nothing is. Fields in ``require`` must be
     present (their values say why); the others are checked where present."""
-    forms = _field_forms()
     for name, why in (require or {}).items():
         if name not in record:
-            expected = forms[name][1] if name in forms else "present"
+            expected = FIELD_FORMS[name][1] if name in FIELD_FORMS else "present"
             return f"no {name!r} ({expected}), {why}"
-    for name, (test, expected) in forms.items():
+    for name, (test, expected) in FIELD_FORMS.items():
         if name in record and not test(record[name]):
             return f"{name!r} is {_shown(record[name])}; expected {expected}"
     return None
 
 
 def check_records(records: list[dict], source: str = "results", require: dict[str, str] | None = None,
-                  check_fields: bool = True) -> None:
+                  check_fields: bool = True, extra=None) -> None:
     """A one-line error when ``records`` are not classification results (another experiment's file, say), or
-    (``check_fields``) one of them has a field missing or malformed (:func:`record_problem`)."""
+    (``check_fields``) one of them has a field missing or malformed (:func:`record_problem`, then ``extra``)."""
     for i, r in enumerate(records, 1):
         if not isinstance(r, dict):
             raise ValueError(f"{source}: record {i} is not a classification result (a JSON {type(r).__name__}, not "
@@ -170,7 +153,7 @@ def check_records(records: list[dict], source: str = "results", require: dict[st
             held = ", ".join(sorted(r)[:6]) + (", …" if len(r) > 6 else "")
             raise ValueError(f"{source}: record {i} is not a classification result (no {missing[0]!r}; it holds "
                              f"{held}); pass the JSON-lines file that `complexorder classify` or `ablate` wrote")
-        problem = record_problem(r, require) if check_fields else None
+        problem = (record_problem(r, require) or (extra(r) if extra else None)) if check_fields else None
         if problem:
             raise ValueError(f"{source}: record {i}: {problem}")
 

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from ..data.batching import EncodedDataset, iterate_batches
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries"]
+           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
@@ -110,6 +110,15 @@ def device_of(model: nn.Module) -> torch.device:
 def cpu_state_dict(model: nn.Module) -> dict:
     """The model's state dict in CPU tensors: what checkpoints hold, whatever the device it trained on."""
     return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+def check_finite_loss(loss: float, step: int, last_path: Path) -> None:
+    """Stop a run whose loss at ``step`` is NaN or infinite (it would train on to NaN weights and exit 0) with a
+    one-line ``FloatingPointError`` saying whether ``last_path`` keeps an earlier checkpoint."""
+    if not math.isfinite(loss):
+        kept = f"{last_path} keeps the last checkpoint" if last_path.is_file() else "no checkpoint was saved"
+        raise FloatingPointError(f"training diverged at step {step}: the loss is {loss} ({kept}); lower train.lr or "
+                                 f"raise train.warmup_steps")
 
 
 #: The temporary name :func:`complexorder.checkpoint.atomic_write_bytes` gives a checkpoint ``NAME.pt`` while

@@ -33,8 +33,8 @@ from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
-from .training import (EMBEDDING_ATTRIBUTES, count_parameters, cpu_state_dict, device_of, parameter_groups,
-                       remove_stale_checkpoint_temporaries, scale_frequency_lr)
+from .training import (EMBEDDING_ATTRIBUTES, check_finite_loss, count_parameters, cpu_state_dict, device_of,
+                       parameter_groups, remove_stale_checkpoint_temporaries, scale_frequency_lr)
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -430,10 +430,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
                 group["lr"] = lr * group.get("lr_scale", 1.0)
             loss, _, n_tokens = _loss(model, collate([train[i] for i in batches[b]]), tc.label_smoothing)
             loss_value = loss.item()
-            if not math.isfinite(loss_value):
-                kept = f"{last_path} keeps the last checkpoint" if last_path.is_file() else "no checkpoint was saved"
-                raise FloatingPointError(f"training diverged at step {state['step'] + 1}: the loss is {loss_value} "
-                                         f"({kept}); lower train.lr or raise train.warmup_steps")
+            check_finite_loss(loss_value, state["step"] + 1, last_path)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if tc.clip_norm:

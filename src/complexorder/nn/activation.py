@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -92,8 +91,7 @@ class Modulus(nn.Module):
 
     def __init__(self, eps: float = 0.0) -> None:
         super().__init__()
-        if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0.0):
-            raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+        CF.check_modulus_eps(eps)
         self.eps = eps
 
     def forward(self, input: Tensor) -> Tensor:

@@ -128,14 +128,19 @@ def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight:
     return torch.complex(parts[0], parts[1])
 
 
+def check_modulus_eps(eps: float) -> None:
+    """A one-line error unless ``eps`` (of :func:`modulus`) is a finite number >= 0 (a negative one gives NaN)."""
+    if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps >= 0.0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+
+
 def modulus(input: Tensor, eps: float = 0.0) -> Tensor:
     """The read-out ``|z| = sqrt(Re z^2 + Im z^2)`` of the last layer (real output).
 
     With ``eps > 0`` it is ``sqrt(|z|^2 + eps)``, differentiable at ``z = 0``.
     """
     _require_complex("input", input)
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0.0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    check_modulus_eps(eps)
     if eps == 0.0:
         return input.abs()
     return torch.sqrt(input.real.square() + input.imag.square() + eps)
