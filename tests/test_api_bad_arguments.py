@@ -199,3 +199,40 @@ def test_from_pretrained_keeps_the_matrix_dtype_and_split_activation_names_a_cla
         cnn.SplitActivation(nn.ReLU)
     z = torch.randn(3, dtype=torch.complex64)
     torch.testing.assert_close(cnn.SplitActivation(nn.ReLU())(z), torch.complex(z.real.relu(), z.imag.relu()))
+
+
+@pytest.mark.parametrize("make", [lambda: cnn.ComplexLinear(8, 4), lambda: cnn.ComplexLinear(8, 4, share_weights=True),
+                                  lambda: cnn.ComplexConv1d(8, 4, 3), lambda: cnn.ComplexLSTM(8, 4, batch_first=True),
+                                  lambda: cnn.ComplexMultiheadAttention(8, 2, batch_first=True)],
+                         ids=["linear", "linear-shared", "conv1d", "lstm", "attention"])
+def test_a_complex128_input_into_a_float32_layer_names_both_dtypes_and_the_fix(make):
+    """Stop 53: complex128 into a float32 layer gave matmul's "mat1 and mat2 must have the same dtype" (or, in the
+    LSTM, "expected m1 and m2 to have the same dtype"), naming neither the input nor the layer."""
+    layer = make()
+    z = torch.randn(2, 8, 5, dtype=torch.complex128)  # [N, C, L] for the convolution, [B, L, 8] for the others
+    if not isinstance(layer, cnn.ComplexConv1d):
+        z = z.transpose(1, 2)
+    args = (z, z, z) if isinstance(layer, cnn.ComplexMultiheadAttention) else (z,)
+    with pytest.raises(TypeError, match=exactly("input is torch.complex128 but the layer's weights are torch.float32: "
+                                                "convert the input with .to(torch.complex64) or the layer with "
+                                                ".to(torch.float64)")):
+        layer(*args)
+    # following either advice works, and both give the same result up to float32 rounding
+    out64 = layer.to(torch.float64)(*args)[0] if isinstance(layer, (cnn.ComplexLSTM, cnn.ComplexMultiheadAttention)) \
+        else layer.to(torch.float64)(*args)
+    layer = layer.to(torch.float32)
+    small = tuple(a.to(torch.complex64) for a in args)
+    out32 = layer(*small)[0] if isinstance(layer, (cnn.ComplexLSTM, cnn.ComplexMultiheadAttention)) else layer(*small)
+    assert out64.dtype == torch.complex128 and out32.dtype == torch.complex64
+    assert torch.allclose(out64.to(torch.complex64), out32, atol=1e-5)
+
+
+def test_transformer_xl_refuses_an_empty_segment():
+    """Stop 53: a [B, 0] segment raised IndexError (index -1 is out of bounds) deep in the memory update."""
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig
+    cfg = TransformerXLConfig(vocab_size=27, n_layer=1, n_head=2, d_model=16, d_head=8, d_inner=32, mem_len=8)
+    model = TransformerXL(cfg)
+    with pytest.raises(ValueError, match=exactly("tokens must be [B, L] with L >= 1, got shape (3, 0)")):
+        model(torch.zeros(3, 0, dtype=torch.long))
+    logits, _ = model(torch.zeros(0, 5, dtype=torch.long))  # an empty batch passes, as in nn.TransformerEncoder
+    assert logits.shape == (0, 5, 27)

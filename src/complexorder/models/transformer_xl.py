@@ -517,8 +517,8 @@ class TransformerXL(nn.Module):
 
     def forward(self, tokens: Tensor, memory: XLMemory | None = None,
                 positions: Tensor | None = None) -> tuple[Tensor, XLMemory]:
-        if tokens.dim() != 2:
-            raise ValueError(f"tokens must be [B, L], got shape {tuple(tokens.shape)}")
+        if tokens.dim() != 2 or tokens.shape[1] == 0:
+            raise ValueError(f"tokens must be [B, L] with L >= 1, got shape {tuple(tokens.shape)}")
         bsz, qlen = tokens.shape
         memory = self.init_memory(bsz) if memory is None else memory
         self._check_memory(memory, bsz)

@@ -38,6 +38,14 @@ def _require_complex(name: str, z: Tensor) -> None:
         raise TypeError(f"{name} must be a complex tensor (torch.complex64), got {got}")
 
 
+def _require_matching_dtype(input: Tensor, weight: Tensor) -> None:
+    """A one-line error when a complex input's parts and a layer's real weights differ in precision
+    (complex128 into a float32 layer, say), instead of matmul's ``mat1 and mat2 must have the same dtype``."""
+    if input.real.dtype != weight.dtype:
+        raise TypeError(f"input is {input.dtype} but the layer's weights are {weight.dtype}: convert the input with "
+                        f".to({torch.complex(weight, weight).dtype}) or the layer with .to({input.real.dtype})")
+
+
 def _as_complex(real: Tensor, imag: Tensor | None) -> Tensor:
     return torch.complex(real, real if imag is None else imag)
 
@@ -57,6 +65,7 @@ def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [..., in]`` complex, ``weight_* [out, in]``, ``bias_* [out]`` -> ``[..., out]``.
     """
     _require_complex("input", input)
+    _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
         both = F.linear(torch.stack((x - y, x + y)), weight_real, bias_real)
@@ -76,6 +85,7 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [N, C_in, L]`` complex, ``weight_* [C_out, C_in, k]`` -> ``[N, C_out, L_out]``.
     """
     _require_complex("input", input)
+    _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
         both = F.conv1d(torch.cat((x - y, x + y)), weight_real, bias_real, stride, padding, dilation)

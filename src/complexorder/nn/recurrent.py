@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .functional import _require_complex
+from .functional import _require_complex, _require_matching_dtype
 from .linear import init_complex_pair
 
 __all__ = ["ComplexLSTM", "complex_lstm_block_weight"]
@@ -92,6 +92,7 @@ class ComplexLSTM(nn.Module):
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None,
                 lengths: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         _require_complex("input", input)
+        _require_matching_dtype(input, self.weight_ih_real)
         if input.dim() != 3 or input.shape[-1] != self.input_size:
             raise ValueError(f"ComplexLSTM expects input [B, L, {self.input_size}] (batch_first) or "
                              f"[L, B, {self.input_size}], got {tuple(input.shape)}")
