@@ -489,6 +489,12 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     a = torch.load(tmp_path / "a" / "last.pt", weights_only=True)["model_state"]
     b = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model_state"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # each train record says over how many steps its train_bpc is averaged: the first window after the resume
+    # at step 5 covers step 6 only (log_interval 4, then 3), the others four and three steps
+    windows = [(r["step"], r["window_steps"]) for r in map(json.loads, (tmp_path / "b" / "results.jsonl").read_text()
+                                                                 .splitlines()) if r["event"] == "train"]
+    assert windows == [(4, 4), (6, 1), (9, 3), (12, 3)]
+    assert [(r["step"], r["window_steps"]) for r in records if r["event"] == "train"] == [(4, 4), (8, 4), (12, 4)]
     # --resume where no run was started yet says that it starts one
     messages = []
     train_language_model(cfg, corpus, tmp_path / "fresh", resume=True, stop_after=1, progress=False,

@@ -306,7 +306,9 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     model.train()
     bar = tqdm(total=t.max_steps, initial=state["step"], desc=f"lm {cfg.model.embedding}", disable=not progress,
                dynamic_ncols=True)
-    window_loss, window_chars, window_seconds = 0.0, 0, 0.0
+    # train_bpc is averaged over the steps since the last log record: log_interval of them, fewer in the
+    # first window after a resume (or at max_steps); each record says how many ("window_steps")
+    window_loss, window_chars, window_seconds, window_steps = 0.0, 0, 0.0, 0
     stop_at = t.max_steps if stop_after is None else min(t.max_steps, state["step"] + stop_after)
     while state["step"] < stop_at:
         if state["segment"] >= segments_per_epoch:
@@ -336,14 +338,15 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         window_loss += loss_value * y.numel()
         window_chars += y.numel()
         window_seconds += seconds
+        window_steps += 1
         bar.update(1)
         if state["step"] % t.log_interval == 0 or state["step"] == t.max_steps:
             bar.set_postfix(bpc=f"{window_loss / window_chars / LN2:.3f}", chars_s=f"{window_chars / window_seconds:,.0f}",
                             lr=f"{lr:.2e}")
             append_jsonl(results_path, {"event": "train", "step": state["step"], "epoch": state["epoch"],
-                                        "train_bpc": window_loss / window_chars / LN2, "lr": lr,
-                                        "chars_per_second": window_chars / window_seconds})
-            window_loss, window_chars, window_seconds = 0.0, 0, 0.0
+                                        "train_bpc": window_loss / window_chars / LN2, "window_steps": window_steps,
+                                        "lr": lr, "chars_per_second": window_chars / window_seconds})
+            window_loss, window_chars, window_seconds, window_steps = 0.0, 0, 0.0, 0
         if state["step"] % t.eval_interval == 0 or state["step"] == t.max_steps:
             bpc = validate()
             bar.set_postfix(valid_bpc=f"{bpc:.3f}", best=f"{state['best_valid_bpc']:.3f}")
