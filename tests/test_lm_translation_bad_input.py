@@ -3,6 +3,7 @@ checkpoint files an interrupted write leaves in a run directory."""
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -262,3 +263,80 @@ def test_lm_train_removes_temporaries_of_a_killed_checkpoint_write(tmp_path):
     assert (f"removed 2 incomplete checkpoint file(s) left in {out} by an interrupted write "
             f"({', '.join(sorted(stale))})") in messages
     assert not any((out / name).exists() for name in stale) and (out / "last.pt").is_file()
+
+
+# --------------------------------------------------------------------------------------
+# A second training in a run directory that another training is writing into
+# --------------------------------------------------------------------------------------
+
+
+def hold_lock_as_another_process(run_dir, pid="4242"):
+    """What a training running in ``run_dir`` holds: ``flock`` on its lock file, which names the process. A second
+    ``open`` of the file is a separate lock owner for ``flock``, even in this process."""
+    import fcntl
+    import os
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / ".complexorder.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, f"{pid}\n".encode())
+    return fd
+
+
+def test_lm_train_refuses_a_run_directory_another_training_holds(tmp_path, capsys):
+    """Stop 53: two trainings in one directory both wrote last.pt, and each removed the other's temporary files."""
+    import os
+    text = "the cat sat on the mat and the dog sat on the log " * 20
+    for split in ("train", "valid", "test"):
+        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    cfg = config_from_dict(TINY_RUN, LMConfig)
+    out = tmp_path / "run"
+    fd = hold_lock_as_another_process(out)
+    stale = killed_checkpoint_write(out / "last.pt")  # the other training's write in progress
+    with pytest.raises(BlockingIOError, match="^" + re.escape(
+            f"--out: another training is writing into {out} (process 4242); wait for it to finish, or choose another "
+            f"directory") + "$"):
+        train_language_model(cfg, tmp_path / "corpus", out, progress=False, log=lambda *_: None)
+    assert (out / stale).exists() and not (out / "last.pt").exists()  # nothing of the other run touched
+    # the command line says it in one line, exit 2
+    args = ["lm", "train", "--corpus", str(tmp_path / "corpus"), "--out", str(out), "--no-progress"]
+    config = write(tmp_path / "tiny.toml", "".join(f"[{section}]\n" + "".join(
+        f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+        for section, values in TINY_RUN.items()))
+    assert main(args + ["--config", str(config)]) == 2
+    assert capsys.readouterr().err == (f"complexorder: error: --out: another training is writing into {out} (process "
+                                       f"4242); wait for it to finish, or choose another directory\n")
+    # once the other training ends (its process closes the file), the directory is free
+    os.close(fd)
+    train_language_model(cfg, tmp_path / "corpus", out, progress=False, log=lambda *_: None)
+    assert (out / "last.pt").is_file() and not (out / stale).exists()
+    assert (out / ".complexorder.lock").read_text() == f"{os.getpid()}\n"  # the last holder
+    hold_lock_as_another_process(out)  # released at the end of the training: free again (closed with the test)
+
+
+def test_translate_train_refuses_a_run_directory_another_training_holds(word_data, tmp_path):
+    import os
+    run_dir = tmp_path / "run"
+    fd = hold_lock_as_another_process(run_dir, "77")
+    with pytest.raises(BlockingIOError, match="^" + re.escape(
+            f"--run-dir: another training is writing into {run_dir} (process 77); wait for it to finish, or choose "
+            f"another directory") + "$"):
+        train_translation(word_config("toy-lock", **{"train.max_steps": 1}), run_dir, word_data, progress=False,
+                          log=lambda *_: None)
+    os.close(fd)
+    train_translation(word_config("toy-lock", **{"train.max_steps": 1}), run_dir, word_data, progress=False,
+                      log=lambda *_: None)
+    assert (run_dir / "last.pt").is_file()
+
+
+def test_a_training_that_fails_before_writing_leaves_no_directory(tmp_path):
+    """The lock makes the run directory; a run that fails on its input before writing anything removes it again,
+    as before the lock (check_writable creates nothing)."""
+    cfg = config_from_dict(TINY_RUN, LMConfig)
+    with pytest.raises(FileNotFoundError):
+        train_language_model(cfg, tmp_path / "no-corpus", tmp_path / "runs" / "new", progress=False)
+    assert not (tmp_path / "runs" / "new").exists()
+    # a directory that existed before is kept, with the lock file
+    (tmp_path / "old").mkdir()
+    with pytest.raises(FileNotFoundError):
+        train_language_model(cfg, tmp_path / "no-corpus", tmp_path / "old", progress=False)
+    assert [p.name for p in (tmp_path / "old").iterdir()] == [".complexorder.lock"]

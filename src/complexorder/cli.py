@@ -25,7 +25,8 @@ COMMANDS: dict[str, str] = {
 }
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
-               ConnectionError, FloatingPointError)  # FloatingPointError: a run whose loss diverged
+               ConnectionError, FloatingPointError,  # FloatingPointError: a run whose loss diverged
+               BlockingIOError)  # a second training in a run directory another one holds
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

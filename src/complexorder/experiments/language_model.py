@@ -35,7 +35,7 @@ from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
-                       remove_stale_checkpoint_temporaries)
+                       remove_stale_checkpoint_temporaries, run_directory_lock)
 
 __all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
            "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
@@ -230,12 +230,21 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     check_lm_config(cfg)
     if stop_after is not None and stop_after <= 0:
         raise ValueError(f"stop_after must be positive, got {stop_after}")
-    t = cfg.train
     out_dir = Path(out_dir)
-    last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
+    last_path = out_dir / "last.pt"
     if last_path.exists() and not resume:
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
+    with run_directory_lock(out_dir, "--out"):  # a second training in out_dir meanwhile is an error
+        return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
+                                          progress=progress, log=log, device=device)
+
+
+def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: Path, *, resume: bool,
+                               stop_after: int | None, progress: bool, log, device) -> dict:
+    """:func:`train_language_model` once its settings are checked and ``out_dir`` is locked."""
+    t = cfg.train
+    last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
     remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
     corpus_signature = {"train_chars": corpus["train"].numel(),

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from tqdm.auto import tqdm
 from ..data.batching import EncodedDataset, iterate_batches
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss"]
+           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss", "run_directory_lock"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
@@ -141,6 +143,53 @@ def remove_stale_checkpoint_temporaries(run_dir: str | Path, log=print, prefix: 
         log(f"{prefix}removed {len(stale)} incomplete checkpoint file(s) left in {run_dir} by an interrupted write "
             f"({', '.join(p.name for p in stale[:3])}{', …' if len(stale) > 3 else ''})")
     return len(stale)
+
+
+#: The lock file a training holds in its run directory (an advisory ``flock``; released when the process ends).
+RUN_LOCK_NAME = ".complexorder.lock"
+
+
+@contextmanager
+def run_directory_lock(run_dir: str | Path, option: str):
+    """Hold an exclusive lock on ``run_dir`` while a training writes into it; a second training started in the same
+    directory meanwhile gets a one-line error naming ``option`` and the holder's process id, instead of both writing
+    ``last.pt`` (and each removing the other's temporary checkpoint files at start).
+
+    The lock is an advisory ``flock`` on ``run_dir/.complexorder.lock``: the system releases it when the process
+    ends, however it ends, so a killed run leaves no stale lock. The directory is made if missing; if it was made
+    here and holds nothing but the lock file when the training ends (it failed before writing anything), both are
+    removed again. Where ``fcntl`` is missing (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on this project's machines
+        yield
+        return
+    run_dir = Path(run_dir)
+    made = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock_path = run_dir / RUN_LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise BlockingIOError(f"{option}: another training is writing into {run_dir} (process {holder}); wait for it "
+                               f"to finish, or choose another directory") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        try:
+            yield
+        finally:
+            if made and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_NAME]:
+                lock_path.unlink(missing_ok=True)
+                try:
+                    run_dir.rmdir()
+                except OSError:
+                    pass
+    finally:
+        os.close(fd)
 
 
 @torch.no_grad()

@@ -34,7 +34,8 @@ from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_trainin
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 from .training import (EMBEDDING_ATTRIBUTES, check_finite_loss, count_parameters, cpu_state_dict, device_of,
-                       parameter_groups, remove_stale_checkpoint_temporaries, scale_frequency_lr)
+                       parameter_groups, remove_stale_checkpoint_temporaries, run_directory_lock,
+                       scale_frequency_lr)
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -330,6 +331,13 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
+    with run_directory_lock(run_dir, "--run-dir"):  # a second training in run_dir meanwhile is an error
+        return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
+
+
+def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_dir: str | Path | None, *,
+                               progress: bool, log: Callable[[str], None], device: torch.device) -> dict:
+    """:func:`train_translation` once its settings are checked and ``run_dir`` is locked."""
     remove_stale_checkpoint_temporaries(run_dir, log, f"{config.name}: ")
     tc = config.train
     cfg_dict = config_to_dict(config)
