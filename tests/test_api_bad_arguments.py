@@ -236,3 +236,19 @@ def test_transformer_xl_refuses_an_empty_segment():
         model(torch.zeros(3, 0, dtype=torch.long))
     logits, _ = model(torch.zeros(0, 5, dtype=torch.long))  # an empty batch passes, as in nn.TransformerEncoder
     assert logits.shape == (0, 5, 27)
+
+
+def test_the_dtype_check_leaves_autocast_alone_and_names_bfloat16_weights():
+    """Under autocast a shared-weight layer returns complex32, which the next float32 layer must take (autocast
+    resolves the mix); a bfloat16 layer has no complex dtype to suggest for the input."""
+    z = torch.randn(2, 8, dtype=torch.complex64, requires_grad=True)
+    first, second = cnn.ComplexLinear(8, 8, share_weights=True), cnn.ComplexLinear(8, 4, share_weights=True)
+    with warnings.catch_warnings(), torch.autocast("cpu", dtype=torch.float16):
+        warnings.simplefilter("ignore")  # "ComplexHalf support is experimental"
+        out = second(first(z))
+    assert out.dtype == torch.complex32
+    out.real.float().sum().backward()
+    assert z.grad is not None and first.weight_real.grad is not None
+    with pytest.raises(TypeError, match=exactly("input is torch.complex64 but the layer's weights are torch.bfloat16: "
+                                                "convert the layer with .to(torch.float32)")):
+        cnn.ComplexLinear(8, 4).to(torch.bfloat16)(z.detach())

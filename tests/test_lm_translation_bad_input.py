@@ -16,7 +16,8 @@ from complexorder.cli import main
 from complexorder.config import config_from_dict
 from complexorder.data import text8 as t8
 from complexorder.experiments.language_model import LMConfig, train_language_model
-from complexorder.experiments.training import remove_stale_checkpoint_temporaries
+from complexorder.errors import RunDirectoryBusy
+from complexorder.experiments.training import remove_stale_checkpoint_temporaries, run_directory_lock
 from complexorder.experiments.translation import count_unknown_words, resolve_config, train_translation
 
 
@@ -217,7 +218,7 @@ def test_helper_removes_only_checkpoint_temporaries(tmp_path):
     stale = killed_checkpoint_write(tmp_path / "last.pt")
     write(tmp_path / ".epoch3.pt.abc_1234.tmp", b"x")
     keep = [".notes.tmp", ".log.jsonl.abcdefgh.tmp", "last.pt.abcdefgh.tmp", ".last.pt.tmp", ".last.pt.abc.tmp",
-            "epoch1.pt"]
+            "epoch1.pt", ".avg.pt.abcdefgh.tmp"]  # the last: `translate average --output RUN/avg.pt` writing now
     for name in keep:
         write(tmp_path / name, b"x")
     messages = []
@@ -292,7 +293,7 @@ def test_lm_train_refuses_a_run_directory_another_training_holds(tmp_path, capsy
     out = tmp_path / "run"
     fd = hold_lock_as_another_process(out)
     stale = killed_checkpoint_write(out / "last.pt")  # the other training's write in progress
-    with pytest.raises(BlockingIOError, match="^" + re.escape(
+    with pytest.raises(RunDirectoryBusy, match="^" + re.escape(
             f"--out: another training is writing into {out} (process 4242); wait for it to finish, or choose another "
             f"directory") + "$"):
         train_language_model(cfg, tmp_path / "corpus", out, progress=False, log=lambda *_: None)
@@ -317,7 +318,7 @@ def test_translate_train_refuses_a_run_directory_another_training_holds(word_dat
     import os
     run_dir = tmp_path / "run"
     fd = hold_lock_as_another_process(run_dir, "77")
-    with pytest.raises(BlockingIOError, match="^" + re.escape(
+    with pytest.raises(RunDirectoryBusy, match="^" + re.escape(
             f"--run-dir: another training is writing into {run_dir} (process 77); wait for it to finish, or choose "
             f"another directory") + "$"):
         train_translation(word_config("toy-lock", **{"train.max_steps": 1}), run_dir, word_data, progress=False,
@@ -333,10 +334,29 @@ def test_a_training_that_fails_before_writing_leaves_no_directory(tmp_path):
     as before the lock (check_writable creates nothing)."""
     cfg = config_from_dict(TINY_RUN, LMConfig)
     with pytest.raises(FileNotFoundError):
-        train_language_model(cfg, tmp_path / "no-corpus", tmp_path / "runs" / "new", progress=False)
-    assert not (tmp_path / "runs" / "new").exists()
+        train_language_model(cfg, tmp_path / "no-corpus", tmp_path / "runs" / "a" / "new", progress=False)
+    assert not (tmp_path / "runs").exists()  # nor the parents it made
+    # the lock is released on the error: a run in the same directory goes ahead
+    with run_directory_lock(tmp_path / "runs" / "a" / "new", "--out"):
+        (tmp_path / "runs" / "a" / "keep.txt").write_text("another process's file")
+    assert [p.name for p in (tmp_path / "runs" / "a").iterdir()] == ["keep.txt"]  # "new" removed, "a" not empty
     # a directory that existed before is kept, with the lock file
     (tmp_path / "old").mkdir()
     with pytest.raises(FileNotFoundError):
         train_language_model(cfg, tmp_path / "no-corpus", tmp_path / "old", progress=False)
     assert [p.name for p in (tmp_path / "old").iterdir()] == [".complexorder.lock"]
+
+
+def test_a_file_system_that_cannot_lock_trains_unlocked_with_a_note(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    messages = []
+    with run_directory_lock(tmp_path / "run", "--out", messages.append):
+        (tmp_path / "run" / "last.pt").write_bytes(b"x")
+    assert messages == [f"note: --out: {tmp_path / 'run'} cannot be locked (No locks available); training without "
+                        f"the lock that refuses a second training in the same directory"]

@@ -63,8 +63,9 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False) ->
     """Fail at once, before any work, when ``path`` cannot be written; the error names ``option``.
 
     ``path`` is a file to be written or, with ``directory=True``, a directory to write files into.
-    Nothing is created: a missing directory is made when the first file is written into it, so a
-    command that fails later for another reason leaves no empty directory behind. Long runs call
+    Nothing is created: a missing directory is made when the first file is written into it (or, for
+    ``translate train`` and ``lm train``, by the run-directory lock, which removes what it made again when the
+    run fails before writing), so a command that fails later for another reason leaves no empty directory behind. Long runs call
     this first so that an unwritable output is a one-line error, not a result lost after hours of
     training.
     """

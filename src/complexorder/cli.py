@@ -11,6 +11,8 @@ import importlib
 import os
 import sys
 
+from .errors import RunDirectoryBusy
+
 #: subcommand -> module defining ``register(subparsers)``; imported only when needed.
 COMMANDS: dict[str, str] = {
     "demo": "complexorder.experiments.demo_cli",
@@ -26,7 +28,7 @@ COMMANDS: dict[str, str] = {
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
                ConnectionError, FloatingPointError,  # FloatingPointError: a run whose loss diverged
-               BlockingIOError)  # a second training in a run directory another one holds
+               RunDirectoryBusy)  # a second training in a run directory another one holds
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -231,11 +231,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     if stop_after is not None and stop_after <= 0:
         raise ValueError(f"stop_after must be positive, got {stop_after}")
     out_dir = Path(out_dir)
-    last_path = out_dir / "last.pt"
-    if last_path.exists() and not resume:
-        raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
-    with run_directory_lock(out_dir, "--out"):  # a second training in out_dir meanwhile is an error
+    with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
         return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
                                           progress=progress, log=log, device=device)
 
@@ -245,6 +242,8 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     """:func:`train_language_model` once its settings are checked and ``out_dir`` is locked."""
     t = cfg.train
     last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
+    if last_path.exists() and not resume:
+        raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
     corpus_signature = {"train_chars": corpus["train"].numel(),

@@ -20,6 +20,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..data.batching import EncodedDataset, iterate_batches
+from ..errors import RunDirectoryBusy
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
            "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss", "run_directory_lock"]
@@ -124,14 +125,17 @@ def check_finite_loss(loss: float, step: int, last_path: Path) -> None:
 
 
 #: The temporary name :func:`complexorder.checkpoint.atomic_write_bytes` gives a checkpoint ``NAME.pt`` while
-#: writing it (``tempfile.mkstemp``: prefix ``.NAME.pt.``, eight random characters, suffix ``.tmp``).
-_CHECKPOINT_TEMPORARY = re.compile(r"\.(.+\.pt)\.[a-z0-9_]{8}\.tmp")
+#: writing it (``tempfile.mkstemp``: prefix ``.NAME.pt.``, eight random characters, suffix ``.tmp``), for the names
+#: the trainings write (``last.pt``, ``best.pt``, ``epochN.pt``): another command's write into the same directory
+#: (``translate average --output RUN/avg.pt``) is not theirs to remove.
+_CHECKPOINT_TEMPORARY = re.compile(r"\.((?:last|best|epoch[0-9]+)\.pt)\.[a-z0-9_]{8}\.tmp")
 
 
 def remove_stale_checkpoint_temporaries(run_dir: str | Path, log=print, prefix: str = "") -> int:
-    """Remove the temporary checkpoint files (``.last.pt.XXXXXXXX.tmp``) that a write killed before its rename
-    (SIGKILL, power loss) left in ``run_dir``; they are incomplete by construction. Logs one line (after
-    ``prefix``) when there were any; returns how many were removed. Call it when a run starts or resumes."""
+    """Remove the temporary checkpoint files (``.last.pt.XXXXXXXX.tmp``, of ``last.pt``, ``best.pt`` and
+    ``epochN.pt``) that a write killed before its rename (SIGKILL, power loss) left in ``run_dir``; they are
+    incomplete by construction. Logs one line (after ``prefix``) when there were any; returns how many were
+    removed. Call it when a run starts or resumes, holding :func:`run_directory_lock`."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return 0
@@ -150,15 +154,17 @@ RUN_LOCK_NAME = ".complexorder.lock"
 
 
 @contextmanager
-def run_directory_lock(run_dir: str | Path, option: str):
+def run_directory_lock(run_dir: str | Path, option: str, log=print):
     """Hold an exclusive lock on ``run_dir`` while a training writes into it; a second training started in the same
-    directory meanwhile gets a one-line error naming ``option`` and the holder's process id, instead of both writing
-    ``last.pt`` (and each removing the other's temporary checkpoint files at start).
+    directory meanwhile gets a one-line error (:class:`~complexorder.errors.RunDirectoryBusy`) naming ``option`` and
+    the holder's process id, instead of both writing ``last.pt`` (and each removing the other's temporary
+    checkpoint files at start).
 
     The lock is an advisory ``flock`` on ``run_dir/.complexorder.lock``: the system releases it when the process
-    ends, however it ends, so a killed run leaves no stale lock. The directory is made if missing; if it was made
-    here and holds nothing but the lock file when the training ends (it failed before writing anything), both are
-    removed again. Where ``fcntl`` is missing (Windows) nothing is locked.
+    ends, however it ends, so a killed run leaves no stale lock. Missing directories are made; those made here that
+    hold nothing but the lock file when the training ends (it failed before writing anything) are removed again, so
+    a run refused on its input leaves no empty directory behind. Where ``fcntl`` is missing (Windows) or the file
+    system cannot lock (some network mounts) the training runs unlocked, the latter with a note through ``log``.
     """
     try:
         import fcntl
@@ -166,28 +172,39 @@ def run_directory_lock(run_dir: str | Path, option: str):
         yield
         return
     run_dir = Path(run_dir)
-    made = not run_dir.exists()
+    made = []  # the directories made here, deepest first
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists():
+            break
+        made.append(folder)
     run_dir.mkdir(parents=True, exist_ok=True)
     lock_path = run_dir / RUN_LOCK_NAME
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise BlockingIOError(f"{option}: another training is writing into {run_dir} (process {holder}); wait for it "
-                               f"to finish, or choose another directory") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            raise RunDirectoryBusy(f"{option}: another training is writing into {run_dir} (process {holder}); wait "
+                                   f"for it to finish, or choose another directory") from None
+        except OSError as exc:  # ENOLCK, EOPNOTSUPP: a file system without locks
+            locked = False
+            log(f"note: {option}: {run_dir} cannot be locked ({exc.strerror}); training without the lock that "
+                f"refuses a second training in the same directory")
+        if locked:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         try:
             yield
         finally:
             if made and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_NAME]:
                 lock_path.unlink(missing_ok=True)
-                try:
-                    run_dir.rmdir()
-                except OSError:
-                    pass
+                for folder in made:
+                    try:
+                        folder.rmdir()
+                    except OSError:  # not empty (another process wrote into it meanwhile): kept
+                        break
     finally:
         os.close(fd)
 

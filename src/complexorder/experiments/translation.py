@@ -331,7 +331,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
-    with run_directory_lock(run_dir, "--run-dir"):  # a second training in run_dir meanwhile is an error
+    with run_directory_lock(run_dir, "--run-dir", log):  # a second training in run_dir meanwhile is an error
         return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
 
 

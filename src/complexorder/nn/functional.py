@@ -38,12 +38,20 @@ def _require_complex(name: str, z: Tensor) -> None:
         raise TypeError(f"{name} must be a complex tensor (torch.complex64), got {got}")
 
 
+_COMPLEX_OF = {torch.float16: torch.complex32, torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
 def _require_matching_dtype(input: Tensor, weight: Tensor) -> None:
     """A one-line error when a complex input's parts and a layer's real weights differ in precision
-    (complex128 into a float32 layer, say), instead of matmul's ``mat1 and mat2 must have the same dtype``."""
-    if input.real.dtype != weight.dtype:
-        raise TypeError(f"input is {input.dtype} but the layer's weights are {weight.dtype}: convert the input with "
-                        f".to({torch.complex(weight, weight).dtype}) or the layer with .to({input.real.dtype})")
+    (complex128 into a float32 layer, say), instead of matmul's ``mat1 and mat2 must have the same dtype``.
+    Under autocast the mix is autocast's to resolve (a half-precision layer output feeds the next layer)."""
+    if input.real.dtype == weight.dtype or torch.is_autocast_enabled(input.device.type):
+        return
+    if weight.dtype in _COMPLEX_OF:
+        fix = f"convert the input with .to({_COMPLEX_OF[weight.dtype]}) or the layer with .to({input.real.dtype})"
+    else:  # bfloat16 weights have no complex counterpart
+        fix = f"convert the layer with .to({input.real.dtype})"
+    raise TypeError(f"input is {input.dtype} but the layer's weights are {weight.dtype}: {fix}")
 
 
 def _as_complex(real: Tensor, imag: Tensor | None) -> Tensor:
@@ -65,7 +73,8 @@ def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [..., in]`` complex, ``weight_* [out, in]``, ``bias_* [out]`` -> ``[..., out]``.
     """
     _require_complex("input", input)
-    _require_matching_dtype(input, weight_real)
+    if not torch.jit.is_scripting():  # TorchScript types the matmul itself
+        _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
         both = F.linear(torch.stack((x - y, x + y)), weight_real, bias_real)
@@ -85,7 +94,8 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [N, C_in, L]`` complex, ``weight_* [C_out, C_in, k]`` -> ``[N, C_out, L_out]``.
     """
     _require_complex("input", input)
-    _require_matching_dtype(input, weight_real)
+    if not torch.jit.is_scripting():  # TorchScript types the matmul itself
+        _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
         both = F.conv1d(torch.cat((x - y, x + y)), weight_real, bias_real, stride, padding, dilation)
