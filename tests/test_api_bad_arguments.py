@@ -206,8 +206,9 @@ def test_from_pretrained_keeps_the_matrix_dtype_and_split_activation_names_a_cla
                                   lambda: cnn.ComplexMultiheadAttention(8, 2, batch_first=True)],
                          ids=["linear", "linear-shared", "conv1d", "lstm", "attention"])
 def test_a_complex128_input_into_a_float32_layer_names_both_dtypes_and_the_fix(make):
-    """Stop 53: complex128 into a float32 layer gave matmul's "mat1 and mat2 must have the same dtype" (or, in the
-    LSTM, "expected m1 and m2 to have the same dtype"), naming neither the input nor the layer."""
+    """Stop 53: complex128 into a float32 layer gave "mat1 and mat2 must have the same dtype" (linear, attention),
+    "Input type (c10::complex<double>) and bias type (c10::complex<float>) should be the same" (convolution) or
+    "expected m1 and m2 to have the same dtype" (LSTM), naming neither the input nor the layer."""
     layer = make()
     z = torch.randn(2, 8, 5, dtype=torch.complex128)  # [N, C, L] for the convolution, [B, L, 8] for the others
     if not isinstance(layer, cnn.ComplexConv1d):
