@@ -340,6 +340,12 @@ def test_a_training_that_fails_before_writing_leaves_no_directory(tmp_path):
     with run_directory_lock(tmp_path / "runs" / "a" / "new", "--out"):
         (tmp_path / "runs" / "a" / "keep.txt").write_text("another process's file")
     assert [p.name for p in (tmp_path / "runs" / "a").iterdir()] == ["keep.txt"]  # "new" removed, "a" not empty
+    # a run directory removed while the training ran: the training's own error comes through, not the tidying's
+    import shutil
+    with pytest.raises(ValueError, match="^the training's error$"):
+        with run_directory_lock(tmp_path / "gone" / "run", "--out"):
+            shutil.rmtree(tmp_path / "gone")
+            raise ValueError("the training's error")
     # a directory that existed before is kept, with the lock file
     (tmp_path / "old").mkdir()
     with pytest.raises(FileNotFoundError):

@@ -198,7 +198,11 @@ def run_directory_lock(run_dir: str | Path, option: str, log=print):
         try:
             yield
         finally:
-            if made and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_NAME]:
+            try:
+                only_the_lock = bool(made) and [p.name for p in run_dir.iterdir()] == [RUN_LOCK_NAME]
+            except OSError:  # the directory went away meanwhile: nothing to tidy, and no error to mask
+                only_the_lock = False
+            if only_the_lock:
                 lock_path.unlink(missing_ok=True)
                 for folder in made:
                     try:
