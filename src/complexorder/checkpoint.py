@@ -65,9 +65,9 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False) ->
     ``path`` is a file to be written or, with ``directory=True``, a directory to write files into.
     Nothing is created: a missing directory is made when the first file is written into it (or, for
     ``translate train`` and ``lm train``, by the run-directory lock, which removes what it made again when the
-    run fails before writing), so a command that fails later for another reason leaves no empty directory behind. Long runs call
-    this first so that an unwritable output is a one-line error, not a result lost after hours of
-    training.
+    run fails before writing), so a command that fails later for another reason leaves no empty directory
+    behind. Long runs call this first so that an unwritable output is a one-line error, not a result lost after
+    hours of training.
     """
     path = Path(path)
     try:

@@ -23,7 +23,8 @@ from ..data.batching import EncodedDataset, iterate_batches
 from ..errors import RunDirectoryBusy
 
 __all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss", "run_directory_lock"]
+           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss",
+           "run_directory_lock"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")

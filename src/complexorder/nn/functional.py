@@ -45,8 +45,8 @@ def _require_matching_dtype(input: Tensor, weight: Tensor) -> None:
     """A one-line error when a complex input's parts and a layer's real weights differ in precision
     (complex128 into a float32 layer, say), instead of matmul's ``mat1 and mat2 must have the same dtype``.
     Under autocast the mix is autocast's to resolve (a half-precision layer output feeds the next layer)."""
-    if input.real.dtype == weight.dtype or torch.is_autocast_enabled(input.device.type):
-        return
+    if _COMPLEX_OF.get(weight.dtype) == input.dtype or torch.is_autocast_enabled(input.device.type):
+        return  # a dict lookup, not input.real (a new view on every layer call)
     if weight.dtype in _COMPLEX_OF:
         fix = f"convert the input with .to({_COMPLEX_OF[weight.dtype]}) or the layer with .to({input.real.dtype})"
     else:  # bfloat16 weights have no complex counterpart
