@@ -360,6 +360,63 @@ def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
     assert drop_records_after(log, 3) == 0
 
 
+def _wait_for_a_blocked_flock(path: Path, seconds: float = 10.0) -> None:
+    """Return once another thread waits for a ``flock`` on ``path``'s file (a ``->`` line of /proc/locks)."""
+    import time
+
+    inode = os.stat(path).st_ino
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if "->" in fields and "FLOCK" in fields and any(f.endswith(f":{inode}") for f in fields):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"no writer blocked on {path} within {seconds} s")
+
+
+needs_proc_locks = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
+
+
+@needs_proc_locks
+def test_an_append_waiting_while_the_log_is_rewritten_lands_in_the_new_file(tmp_path):
+    """lm eval --results appending while lm train --resume rewrites results.jsonl: the waiting append must go to
+    the file the path names after the rewrite, not to the replaced one (the record was lost before)."""
+    import fcntl
+
+    log = tmp_path / "results.jsonl"
+    log.write_text('{"step": 1}\n{"step": 9}\n')
+    with open(log, "rb") as held:  # this test plays the rewriting training
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        writer = threading.Thread(target=append_jsonl, args=(log, {"event": "eval"}))
+        writer.start()
+        _wait_for_a_blocked_flock(log)
+        atomic_write_text(log, '{"step": 1}\n')  # the rewrite replaces the file while the append waits
+    writer.join(10)
+    assert not writer.is_alive()
+    assert log.read_text() == '{"step": 1}\n{"event": "eval"}\n'
+
+
+@needs_proc_locks
+def test_drop_records_after_reads_the_log_only_once_a_concurrent_append_is_done(tmp_path):
+    import fcntl
+
+    from complexorder.checkpoint import drop_records_after
+
+    log = tmp_path / "results.jsonl"
+    log.write_text('{"step": 1}\n{"step": 9}\n')
+    dropped = []
+    with open(log, "ab") as held:  # this test plays lm eval, appending under the lock
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        rewriter = threading.Thread(target=lambda: dropped.append(drop_records_after(log, 3)))
+        rewriter.start()
+        _wait_for_a_blocked_flock(log)
+        held.write(b'{"event": "eval"}\n')  # appended after the rewriter asked for the file
+    rewriter.join(10)
+    assert dropped == [1]
+    assert log.read_text() == '{"step": 1}\n{"event": "eval"}\n'
+
+
 def test_the_default_device_comes_from_the_environment_and_a_bad_value_is_named(monkeypatch):
     import torch
 

@@ -125,8 +125,35 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _open_locked(path: Path):
+    """Open ``path`` for appending (made if missing) holding an exclusive ``flock`` on it, so that two processes
+    writing one JSON-lines file (``lm eval --results`` appending while ``lm train --resume`` rewrites it, two
+    ``classify`` runs appending) take turns and no line is lost. :func:`drop_records_after` replaces the file, so a
+    writer that waited on the old file finds the path pointing elsewhere and opens the new one. Where ``fcntl`` is
+    missing (Windows) or the file system cannot lock (some network mounts) the file is opened unlocked, as before.
+    The lock is released when the returned file is closed."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on this project's machines
+        return open(path, "ab+")
+    while True:
+        fh = open(path, "ab+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except OSError:  # ENOLCK, EOPNOTSUPP: a file system without locks
+            return fh
+        try:
+            same = os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+        except FileNotFoundError:  # removed meanwhile: open (make) it again
+            same = False
+        if same:
+            return fh
+        fh.close()  # replaced while we waited: take the file the path names now
+
+
 def append_jsonl(path: str | Path, record: dict) -> None:
-    """Append one JSON line; the line is written with a single ``write`` and fsynced.
+    """Append one JSON line; the line is written with a single ``write`` and fsynced, under an exclusive lock on
+    the file (shared with :func:`drop_records_after`), so concurrent writers of one file lose no line.
 
     A crash can at worst leave a truncated last line, which :func:`read_jsonl` skips (and
     reports); earlier lines are never touched.
@@ -134,11 +161,11 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     path = Path(path)
     _check_writable_dir(path)
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
-    if _is_special(path):  # /dev/null, a pipe: nothing to seek or fsync
+    if _is_special(path):  # /dev/null, a pipe: nothing to seek, lock or fsync
         with open(path, "ab") as fh:
             fh.write(line)
         return
-    with open(path, "ab+") as fh:
+    with _open_locked(path) as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:  # after an interrupted write, start a fresh line
             fh.seek(-1, os.SEEK_END)
@@ -153,11 +180,13 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 def drop_records_after(path: str | Path, step: int) -> int:
     """Rewrite a run's JSON-lines log (atomically) without the records of steps after ``step``: what a
     run resumed from a checkpoint of ``step`` (or started afresh: ``step = 0``) will write again. Every
-    other line, malformed ones included, is kept as it was. Returns how many records were dropped."""
+    other line, malformed ones included, is kept as it was. Returns how many records were dropped.
+
+    The file is read and replaced under the lock :func:`append_jsonl` takes, so a record another process appends
+    meanwhile (``lm eval --results`` into a training's ``results.jsonl``) is kept, not overwritten."""
     path = Path(path)
     if not path.is_file():
         return 0
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
 
     def later(line: str) -> bool:
         try:
@@ -166,9 +195,12 @@ def drop_records_after(path: str | Path, step: int) -> int:
             return False
         return isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
 
-    kept = [line for line in lines if not later(line)]
-    if len(kept) != len(lines):
-        atomic_write_text(path, "".join(kept))
+    with _open_locked(path) as fh:
+        fh.seek(0)
+        lines = fh.read().decode("utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not later(line)]
+        if len(kept) != len(lines):
+            atomic_write_text(path, "".join(kept))
     return len(lines) - len(kept)
 
 
