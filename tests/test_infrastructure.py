@@ -358,6 +358,28 @@ def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
     assert drop_records_after(log, 3) == 2
     assert log.read_text() == "".join(lines[:1] + lines[2:5] + lines[6:])
     assert drop_records_after(log, 3) == 0
+    # an evaluation's record (lm eval --results, with its checkpoint's step) is no training's to write again: kept;
+    # line ends are kept byte for byte
+    log.write_bytes(b'{"step": 1}\r\n{"event": "eval", "step": 12}\n{"event": "valid", "step": 12}\n')
+    assert drop_records_after(log, 10) == 1
+    assert log.read_bytes() == b'{"step": 1}\r\n{"event": "eval", "step": 12}\n'
+
+
+def test_drop_records_after_names_a_file_it_cannot_rewrite(tmp_path, monkeypatch):
+    import complexorder.checkpoint as checkpoint
+
+    log = tmp_path / "results.jsonl"
+    log.write_text('{"step": 9}\n')
+
+    def refuse(*args, **kwargs):  # what a read-only file gives a user other than root
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(checkpoint.os, "open", refuse)
+    with pytest.raises(PermissionError, match=r"^cannot rewrite \S+results.jsonl \(to drop the records after step 3\): "
+                                              r"the file is not writable$"):
+        checkpoint.drop_records_after(log, 3)
+    monkeypatch.undo()
+    assert log.read_text() == '{"step": 9}\n'
 
 
 def _wait_for_a_blocked_flock(path: Path, seconds: float = 10.0) -> None:
@@ -415,6 +437,25 @@ def test_drop_records_after_reads_the_log_only_once_a_concurrent_append_is_done(
     rewriter.join(10)
     assert dropped == [1]
     assert log.read_text() == '{"step": 1}\n{"event": "eval"}\n'
+
+
+@needs_proc_locks
+def test_drop_records_after_leaves_a_log_removed_while_it_waited_removed(tmp_path):
+    import fcntl
+
+    from complexorder.checkpoint import drop_records_after
+
+    log = tmp_path / "results.jsonl"
+    log.write_text('{"step": 9}\n')
+    dropped = []
+    with open(log, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        rewriter = threading.Thread(target=lambda: dropped.append(drop_records_after(log, 3)))
+        rewriter.start()
+        _wait_for_a_blocked_flock(log)
+        log.unlink()
+    rewriter.join(10)
+    assert dropped == [0] and not log.exists()
 
 
 def test_the_default_device_comes_from_the_environment_and_a_bad_value_is_named(monkeypatch):

@@ -125,30 +125,40 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _open_locked(path: Path):
-    """Open ``path`` for appending (made if missing) holding an exclusive ``flock`` on it, so that two processes
-    writing one JSON-lines file (``lm eval --results`` appending while ``lm train --resume`` rewrites it, two
-    ``classify`` runs appending) take turns and no line is lost. :func:`drop_records_after` replaces the file, so a
-    writer that waited on the old file finds the path pointing elsewhere and opens the new one. Where ``fcntl`` is
-    missing (Windows) or the file system cannot lock (some network mounts) the file is opened unlocked, as before.
-    The lock is released when the returned file is closed."""
+def _open_locked(path: Path, *, create: bool = True):
+    """Open ``path`` for appending and reading (made if missing, unless ``create`` is false: then a missing file
+    raises ``FileNotFoundError``) holding an exclusive ``flock`` on it, so that two processes writing one JSON-lines
+    file (``lm eval --results`` appending while ``lm train --resume`` rewrites it, two ``classify`` runs appending)
+    take turns and no line is lost. :func:`drop_records_after` replaces the file, so a writer that waited on the old
+    file finds the path pointing elsewhere and opens the new one. Where ``fcntl`` is missing (Windows) or the file
+    system cannot lock (some network mounts) the file is opened unlocked, as before. The lock is released when the
+    returned file is closed."""
+    def open_file():
+        if create:
+            return open(path, "ab+")
+        return os.fdopen(os.open(path, os.O_RDWR | os.O_APPEND), "ab+")
+
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not on this project's machines
-        return open(path, "ab+")
+        return open_file()
     while True:
-        fh = open(path, "ab+")
+        fh = open_file()
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        except OSError:  # ENOLCK, EOPNOTSUPP: a file system without locks
-            return fh
-        try:
-            same = os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
-        except FileNotFoundError:  # removed meanwhile: open (make) it again
-            same = False
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            except OSError:  # ENOLCK, EOPNOTSUPP: a file system without locks
+                return fh
+            try:
+                same = os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+            except FileNotFoundError:  # removed meanwhile: open it again (or say it is gone)
+                same = False
+        except BaseException:
+            fh.close()  # never keep the lock while an error travels up
+            raise
         if same:
             return fh
-        fh.close()  # replaced while we waited: take the file the path names now
+        fh.close()  # replaced or removed while we waited: take the file the path names now
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
@@ -180,10 +190,13 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 def drop_records_after(path: str | Path, step: int) -> int:
     """Rewrite a run's JSON-lines log (atomically) without the records of steps after ``step``: what a
     run resumed from a checkpoint of ``step`` (or started afresh: ``step = 0``) will write again. Every
-    other line, malformed ones included, is kept as it was. Returns how many records were dropped.
+    other line, malformed ones included, is kept byte for byte (line ends too), and so are the records of an
+    evaluation (``"event": "eval"``, which ``lm eval --results`` appends with its checkpoint's step and no training
+    writes again). Returns how many records were dropped.
 
     The file is read and replaced under the lock :func:`append_jsonl` takes, so a record another process appends
-    meanwhile (``lm eval --results`` into a training's ``results.jsonl``) is kept, not overwritten."""
+    meanwhile is kept, not overwritten. A missing file is left missing; one that cannot be written is a one-line
+    ``PermissionError``."""
     path = Path(path)
     if not path.is_file():
         return 0
@@ -193,9 +206,17 @@ def drop_records_after(path: str | Path, step: int) -> int:
             record = json.loads(line)
         except ValueError:
             return False
-        return isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
+        return (isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] > step
+                and record.get("event") != "eval")
 
-    with _open_locked(path) as fh:
+    try:
+        fh = _open_locked(path, create=False)
+    except FileNotFoundError:  # removed since is_file(): nothing to drop
+        return 0
+    except PermissionError:
+        raise PermissionError(f"cannot rewrite {path} (to drop the records after step {step}): the file is not "
+                              f"writable") from None
+    with fh:
         fh.seek(0)
         lines = fh.read().decode("utf-8").splitlines(keepends=True)
         kept = [line for line in lines if not later(line)]
