@@ -400,62 +400,55 @@ def _wait_for_a_blocked_flock(path: Path, seconds: float = 10.0) -> None:
 needs_proc_locks = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks")
 
 
+def _while_it_waits_for_the_lock(log: Path, call, meanwhile):
+    """Hold the lock on ``log``, run ``call()`` in a thread until it waits for that lock, then ``meanwhile(held)``
+    (``held``: the locked file, open for appending), release the lock, and return what ``call`` returned."""
+    import fcntl
+
+    returned = []
+    with open(log, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        thread = threading.Thread(target=lambda: returned.append(call()))
+        thread.start()
+        _wait_for_a_blocked_flock(log)
+        meanwhile(held)
+    thread.join(10)
+    assert not thread.is_alive() and len(returned) == 1
+    return returned[0]
+
+
 @needs_proc_locks
 def test_an_append_waiting_while_the_log_is_rewritten_lands_in_the_new_file(tmp_path):
     """lm eval --results appending while lm train --resume rewrites results.jsonl: the waiting append must go to
     the file the path names after the rewrite, not to the replaced one (the record was lost before)."""
-    import fcntl
-
     log = tmp_path / "results.jsonl"
     log.write_text('{"step": 1}\n{"step": 9}\n')
-    with open(log, "rb") as held:  # this test plays the rewriting training
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        writer = threading.Thread(target=append_jsonl, args=(log, {"event": "eval"}))
-        writer.start()
-        _wait_for_a_blocked_flock(log)
-        atomic_write_text(log, '{"step": 1}\n')  # the rewrite replaces the file while the append waits
-    writer.join(10)
-    assert not writer.is_alive()
+    # this test plays the rewriting training: it replaces the file while the append waits
+    _while_it_waits_for_the_lock(log, lambda: append_jsonl(log, {"event": "eval"}),
+                                 lambda held: atomic_write_text(log, '{"step": 1}\n'))
     assert log.read_text() == '{"step": 1}\n{"event": "eval"}\n'
 
 
 @needs_proc_locks
 def test_drop_records_after_reads_the_log_only_once_a_concurrent_append_is_done(tmp_path):
-    import fcntl
-
     from complexorder.checkpoint import drop_records_after
 
     log = tmp_path / "results.jsonl"
     log.write_text('{"step": 1}\n{"step": 9}\n')
-    dropped = []
-    with open(log, "ab") as held:  # this test plays lm eval, appending under the lock
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        rewriter = threading.Thread(target=lambda: dropped.append(drop_records_after(log, 3)))
-        rewriter.start()
-        _wait_for_a_blocked_flock(log)
-        held.write(b'{"event": "eval"}\n')  # appended after the rewriter asked for the file
-    rewriter.join(10)
-    assert dropped == [1]
+    # this test plays lm eval, appending under the lock after the rewriter asked for the file
+    assert _while_it_waits_for_the_lock(log, lambda: drop_records_after(log, 3),
+                                        lambda held: held.write(b'{"event": "eval"}\n')) == 1
     assert log.read_text() == '{"step": 1}\n{"event": "eval"}\n'
 
 
 @needs_proc_locks
 def test_drop_records_after_leaves_a_log_removed_while_it_waited_removed(tmp_path):
-    import fcntl
-
     from complexorder.checkpoint import drop_records_after
 
     log = tmp_path / "results.jsonl"
     log.write_text('{"step": 9}\n')
-    dropped = []
-    with open(log, "ab") as held:
-        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        rewriter = threading.Thread(target=lambda: dropped.append(drop_records_after(log, 3)))
-        rewriter.start()
-        _wait_for_a_blocked_flock(log)
-        log.unlink()
-    rewriter.join(10)
-    assert dropped == [0] and not log.exists()
+    assert _while_it_waits_for_the_lock(log, lambda: drop_records_after(log, 3), lambda held: log.unlink()) == 0
+    assert not log.exists()
 
 
 def test_the_default_device_comes_from_the_environment_and_a_bad_value_is_named(monkeypatch):
