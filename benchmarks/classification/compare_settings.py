@@ -19,25 +19,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-from complexorder.experiments.report import latest_records, load_results, paired_wilcoxon
-
-
-def unit_scores(records: list[dict], field: str) -> dict[tuple[str, str, str], dict[str, float]]:
-    """``(dataset, model, variant) -> {split: record[field]}`` over the latest record of each unit."""
-    cells: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
-    for r in latest_records(records):
-        if r.get(field) is not None:  # dev_accuracy is absent where a unit had no dev split
-            cells[(r["dataset"], r["model"], r["variant"])][r["split"]] = float(r[field])
-    return dict(cells)
+from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
 
 
 def compare(new: list[dict], old: list[dict], model: str) -> list[str]:
     """The Markdown table rows (header included) comparing every ``model`` row of ``new`` with ``old``'s."""
-    test_new, test_old = unit_scores(new, "test_accuracy"), unit_scores(old, "test_accuracy")
-    dev_new, dev_old = unit_scores(new, "dev_accuracy"), unit_scores(old, "dev_accuracy")
+    test_new, test_old = cell_scores(new), cell_scores(old)
+    dev_new, dev_old = cell_scores(new, "dev_accuracy"), cell_scores(old, "dev_accuracy")
     lines = ["| data set | row | n | dev new | dev old | test new | test old | new − old | p (new above) | "
              "p (new below) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for key in sorted(k for k in test_new if k[1] == model and k in test_old):

@@ -188,11 +188,13 @@ def latest_records(records: list[dict]) -> list[dict]:
     return list(best.values())
 
 
-def cell_scores(records: list[dict]) -> dict[tuple[str, str, str], dict[str, float]]:
-    """``(dataset, model, variant) -> {split: test accuracy}``."""
+def cell_scores(records: list[dict], field: str = "test_accuracy") -> dict[tuple[str, str, str], dict[str, float]]:
+    """``(dataset, model, variant) -> {split: record[field]}`` over the latest record of each unit (test accuracy by
+    default; a unit whose ``field`` is missing or null, e.g. ``dev_accuracy`` without a dev split, is left out)."""
     cells: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     for r in latest_records(records):
-        cells[(r["dataset"], r["model"], r["variant"])][r["split"]] = float(r["test_accuracy"])
+        if r.get(field) is not None:
+            cells[(r["dataset"], r["model"], r["variant"])][r["split"]] = float(r[field])
     return dict(cells)
 
 
