@@ -522,19 +522,36 @@ def test_embeddings_names_a_label_before_an_embedding():
         select_variants(table4, "pe")
 
 
-def test_frequency_lr_scale_is_validated_and_keeps_old_hashes(tmp_path):
+@pytest.mark.parametrize("key, value, bad, expected", [
+    ("frequency_lr_scale", 0.1, [-0.5], "a number >= 0"),
+    # 1000 * lr 1e-3 = 1: the factor would zero every frequency
+    ("frequency_decay", 10.0, [-1.0, 1000.0, True], "a number >= 0 with lr * frequency_lr_scale * frequency_decay < 1"),
+])
+def test_frequency_settings_are_validated_and_keep_old_hashes(tmp_path, key, value, bad, expected):
     from complexorder.experiments.classification import _hash, plan_units, unit_config
 
     grid = tiny_grid(tmp_path, models=["cnn"])
     unit = plan_units(grid)[0]
     config = unit_config(grid, unit)
-    assert "frequency_lr_scale" not in config["settings"]  # the default leaves the hash as before
-    scaled = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, frequency_lr_scale=0.1))
-    assert unit_config(scaled, unit)["settings"]["frequency_lr_scale"] == 0.1
-    assert _hash(unit_config(scaled, unit)) != _hash(config)
-    bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, frequency_lr_scale=-0.5))
-    with pytest.raises(ValueError, match=r"\[cnn\] frequency_lr_scale must be a number >= 0, got -0.5"):
-        plan_units(bad)
+    assert key not in config["settings"]  # the default leaves the hash as before
+    changed = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, **{key: value}))
+    assert unit_config(changed, unit)["settings"][key] == value
+    assert _hash(unit_config(changed, unit)) != _hash(config)
+    for wrong in bad:
+        invalid = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, **{key: wrong}))
+        with pytest.raises(ValueError, match=rf"^\[cnn\] {key} must be {re.escape(expected)}, got {wrong!r}$"):
+            plan_units(invalid)
+
+
+def test_frequency_decay_reaches_the_training_loop(tmp_path, monkeypatch):
+    import complexorder.experiments.classification as runner
+
+    seen, train = [], runner.train_classifier
+    monkeypatch.setattr(runner, "train_classifier", lambda *a, **kw: seen.append(kw["frequency_decay"]) or train(*a, **kw))
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["complex-order"], folds=[0])
+    grid = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, frequency_decay=7.0))
+    (record,) = run_grid(grid, progress=False, log=lambda *_: None)
+    assert seen == [7.0] and record["config"]["settings"]["frequency_decay"] == 7.0
 
 
 def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tmp_path):

@@ -159,6 +159,47 @@ def test_frequency_lr_scale_changes_only_the_frequencies_learning_rate(sparse):
         make_optimizers(model, 1e-2, 0.0, frequency_lr_scale=-1)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_frequency_decay_shrinks_the_frequencies_after_each_step_by_hand(sparse):
+    """One step with frequency_decay: omega = (Adam-updated omega) * (1 - lr * scale * decay), on the rows of the
+    batch's words only when the gradient is sparse, everywhere when it is dense; nothing else changes."""
+    from complexorder.experiments.training import decay_frequencies, frequency_parameters
+
+    lr, scale, decay = 1e-2, 0.5, 20.0
+    data = word_order_task(8, seed=0)
+    runs = {}
+    for name, kwargs in (("plain", {}), ("decayed", {"frequency_decay": decay})):
+        torch.manual_seed(0)
+        emb = co.build_embedding("complex-order", 32, 8, padding_idx=0, sparse=sparse)
+        model = build_classifier("fasttext", emb, 2, hidden=4, dropout=0.0)
+        train_classifier(model, data, None, epochs=1, batch_size=8, lr=lr, progress=False, bucket=False,
+                         frequency_lr_scale=scale, **kwargs)
+        runs[name] = model
+    assert frequency_parameters(runs["plain"]) == [runs["plain"].embedding.frequency]
+    plain, decayed = runs["plain"].embedding.frequency.detach(), runs["decayed"].embedding.frequency.detach()
+    used = torch.zeros(32, dtype=torch.bool)
+    used[torch.cat(data.sequences).unique()] = True
+    assert not used[24:].any()  # rows 24-31: words the batch does not hold
+    factor = 1 - lr * scale * decay  # 0.9
+    expected = plain.clone()
+    if sparse:
+        expected[used] *= factor   # one batch holds every example: one step, the batch's rows only
+    else:
+        expected *= factor
+    rows = torch.arange(32) != 0   # the padding row's frequency never changes the output
+    torch.testing.assert_close(decayed[rows], expected[rows], rtol=1e-6, atol=0.0)
+    assert not torch.equal(decayed, plain)
+    for (n, p), (_, q) in zip(runs["plain"].named_parameters(), runs["decayed"].named_parameters()):
+        if n != "embedding.frequency":
+            assert torch.equal(p, q), n  # the decay comes after the step: nothing else sees it
+    with pytest.raises(ValueError, match=r"frequency_decay must be >= 0 with lr \* frequency_lr_scale \* "
+                                         r"frequency_decay < 1, got 200.0 \(lr 0.01, frequency_lr_scale 0.5\)"):
+        train_classifier(runs["plain"], data, None, epochs=1, batch_size=8, lr=lr, progress=False,
+                         frequency_lr_scale=scale, frequency_decay=200.0)
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\), got 1.5"):
+        decay_frequencies([runs["plain"].embedding.frequency], 1.5)
+
+
 @pytest.mark.parametrize("emb_name", ["complex-vanilla", "complex-order"])
 def test_transformer_real_network_reads_re_and_im_by_hand_with_the_real_baselines_layers(emb_name):
     model = make("transformer", emb_name, dim=8, network="real", dropout=0.0).eval()

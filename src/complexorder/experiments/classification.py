@@ -53,6 +53,10 @@ class ModelSettings:
     the embedding tables, frequencies and phases are never decayed). The table2 config uses 0.
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies only (not in
     the paper's pool; 1.0, the default, trains them like every other parameter).
+    ``frequency_decay`` (an extension, not in the paper; 0, the default, is none) shrinks the complex-order
+    frequencies towards 0 after every step, ``omega <- (1 - lr * frequency_lr_scale * frequency_decay) omega``
+    (decoupled as in AdamW; with sparse embeddings only the rows of the words in the batch): a frequency the loss
+    does not keep pushing away from 0 decays back to a position-free word.
     ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
     Eq. 14, the default) or ``"real"`` (``Re(q . conj(k))``, not the paper's); real embeddings run
     PyTorch's layers, whose dot product is already the real one, and ignore it.
@@ -78,6 +82,7 @@ class ModelSettings:
     share_weights: bool = False
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
+    frequency_decay: float = 0.0
     attention_score: str = "modulus"
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
     readout: str = "modulus-of-mean"  # transformer only, complex layers: |mean z| or mean |z|
@@ -110,6 +115,9 @@ class ModelSettings:
             fail("dropout", "a number in [0, 1)")
         if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
             fail("frequency_lr_scale", "a number >= 0")
+        if not (isinstance(self.frequency_decay, (int, float)) and not isinstance(self.frequency_decay, bool)
+                and self.frequency_decay >= 0 and self.lr * self.frequency_lr_scale * self.frequency_decay < 1):
+            fail("frequency_decay", "a number >= 0 with lr * frequency_lr_scale * frequency_decay < 1")
         if self.attention_score not in ATTENTION_SCORES:
             fail("attention_score", f"one of {', '.join(map(repr, ATTENTION_SCORES))}")
         if self.network not in NETWORKS:
@@ -241,7 +249,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
-LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "attention_score": "modulus", "network": "auto",
+LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
                   "readout": "modulus-of-mean"}
 
 
@@ -373,7 +381,8 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
                               patience=settings.patience, min_length=min_length, progress=progress,
                               desc=f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}",
                               monitor=test,  # per-epoch test accuracy, recorded only (the authors' protocol)
-                              frequency_lr_scale=settings.frequency_lr_scale)
+                              frequency_lr_scale=settings.frequency_lr_scale,
+                              frequency_decay=settings.frequency_decay)
     test_acc = evaluate_accuracy(model, test, min_length=min_length)
     record = {
         "grid": grid.name, "dataset": unit.dataset, "model": unit.model, "variant": unit.variant.label,
