@@ -582,15 +582,16 @@ def test_readout_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked
     grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["complex-order"])
     units = plan_units(grid)
     assert all("readout" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
-    other = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, readout="mean-of-modulus"))
-    for unit in units:
-        config = unit_config(other, unit)
-        assert config["settings"]["readout"] == "mean-of-modulus" and _hash(config) != _hash(unit_config(grid, unit))
-        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
-        assert model.readout == "mean-of-modulus"
+    for readout in ("mean-of-modulus", "last"):
+        other = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, readout=readout))
+        for unit in units:
+            config = unit_config(other, unit)
+            assert config["settings"]["readout"] == readout and _hash(config) != _hash(unit_config(grid, unit))
+            model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+            assert model.readout == readout
     bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, readout="max"))
     with pytest.raises(ValueError, match=r"^\[transformer\] readout must be one of 'modulus-of-mean', "
-                                         r"'mean-of-modulus', got 'max'$"):
+                                         r"'mean-of-modulus', 'last', got 'max'$"):
         plan_units(bad)
     lstm = dataclasses.replace(grid, models=["lstm"])
     lstm = dataclasses.replace(lstm, lstm=dataclasses.replace(lstm.lstm, readout="mean-of-modulus"))

@@ -261,8 +261,30 @@ def test_transformer_readouts_by_hand(emb_name):
     assert bool((expected > ((z * mask).sum(1) / mask.sum(1)).abs() + 1e-6).any())
 
 
+@pytest.mark.parametrize("emb_name, kw", [("complex-order", {}), ("complex-vanilla", {}), ("tpe", {}), ("none", {}),
+                                          ("complex-order", {"network": "real"})])
+def test_transformer_last_token_readout_by_hand(emb_name, kw):
+    """readout="last": the output layer reads each row's last non-padding state (its modulus with complex layers),
+    for real layers too; a row's padding and the other rows change nothing."""
+    tokens = torch.tensor([[5, 7, 9, 11, 3, 0], [4, 6, 0, 0, 0, 0], [8, 8, 2, 5, 6, 7]])
+    model = make("transformer", emb_name, dim=8, dropout=0.0, readout="last", **kw).eval()
+    assert model.readout == "last" and "readout='last'" in repr(model)
+    states, features = [], []
+    model.layers[-1].register_forward_hook(lambda mod, args, out: states.append(out))
+    model.output.register_forward_pre_hook(lambda mod, args: features.append(args[0]))
+    logits = model(tokens)
+    z = states[0]
+    expected = torch.stack([z[0, 4], z[1, 1], z[2, 5]])
+    torch.testing.assert_close(features[0], expected.abs() if z.is_complex() else expected)
+    torch.testing.assert_close(logits[1:2], model(tokens[1:2, :2]), atol=1e-5, rtol=1e-5)  # padding is not read
+    mean = make("transformer", emb_name, dim=8, dropout=0.0, **kw).eval()
+    mean.load_state_dict(model.state_dict())
+    assert not torch.allclose(mean(tokens), logits, atol=1e-4)  # the same weights read out otherwise
+
+
 def test_transformer_readout_errors_and_real_layers_ignore_it():
-    with pytest.raises(ValueError, match=r"^readout must be one of 'modulus-of-mean', 'mean-of-modulus', got 'max'$"):
+    with pytest.raises(ValueError, match=r"^readout must be one of 'modulus-of-mean', 'mean-of-modulus', 'last', "
+                                         r"got 'max'$"):
         make("transformer", "complex-order", readout="max")
     tokens = torch.tensor([[5, 7, 9, 0]])
     for emb_name, kw in (("tpe", {}), ("complex-order", {"network": "real"})):

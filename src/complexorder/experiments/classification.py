@@ -60,9 +60,9 @@ class ModelSettings:
     ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
     Eq. 14, the default) or ``"real"`` (``Re(q . conj(k))``, not the paper's); real embeddings run
     PyTorch's layers, whose dot product is already the real one, and ignore it.
-    ``readout`` (Transformer, complex layers only) turns the token states into features:
-    ``"modulus-of-mean"`` (default, ``|mean_t z_t|``) or ``"mean-of-modulus"`` (``mean_t |z_t|``); see
-    :class:`~complexorder.models.TransformerClassifier`.
+    ``readout`` (Transformer only) turns the token states into features: ``"modulus-of-mean"`` (default,
+    ``|mean_t z_t|``), ``"mean-of-modulus"`` (``mean_t |z_t|``; complex layers, real ones take the mean) or
+    ``"last"`` (the last token's state, every embedding); see :class:`~complexorder.models.TransformerClassifier`.
     """
 
     embedding_dim: int = 300
@@ -85,7 +85,7 @@ class ModelSettings:
     frequency_decay: float = 0.0
     attention_score: str = "modulus"
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
-    readout: str = "modulus-of-mean"  # transformer only, complex layers: |mean z| or mean |z|
+    readout: str = "modulus-of-mean"  # transformer only: |mean z|, mean |z| (complex layers) or "last"
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from ..embeddings import complex_to_real
@@ -12,9 +13,9 @@ __all__ = ["TransformerClassifier", "NETWORKS", "READOUTS"]
 
 #: How a complex embedding enters the classifier's layers.
 NETWORKS = ("auto", "complex", "real")
-#: How the complex encoder's token states become real features: the modulus of their mean (default) or
-#: the mean of their moduli.
-READOUTS = ("modulus-of-mean", "mean-of-modulus")
+#: How the encoder's token states become the output layer's features: the modulus of their mean (default),
+#: the mean of their moduli, or the state of each sentence's last token (the authors' code reads one position).
+READOUTS = ("modulus-of-mean", "mean-of-modulus", "last")
 
 
 class TransformerClassifier(nn.Module):
@@ -44,9 +45,13 @@ class TransformerClassifier(nn.Module):
         readout: with complex layers, ``"modulus-of-mean"`` (default: ``|mean_t z_t|``, the token states
             summed as complex numbers, so states whose phases differ interfere, as in complex FastText) or
             ``"mean-of-modulus"`` (``mean_t |z_t|``: each state's modulus first, so the phases of the states
-            never meet). The paper does not say which its Transformer classifier used.
-            Real layers (real embeddings, ``network="real"``) have no modulus and ignore it, as they do
-            ``attention_score``.
+            never meet), or ``"last"`` (the state of each sentence's last token, its modulus with complex
+            layers; real layers too). The paper does not say which its Transformer classifier used; the
+            authors' code reads the state at the last position of sentences padded to a fixed length
+            (``encoded_sents[:, -1, :]``, a padding token for most sentences, attending to every position
+            without a mask), which ``"last"`` approximates without reading padding. Real layers (real
+            embeddings, ``network="real"``) have no modulus: ``"mean-of-modulus"`` is their mean, as the
+            default is, and they ignore ``attention_score``.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
 
@@ -88,7 +93,8 @@ class TransformerClassifier(nn.Module):
             if share_weights:
                 raise ValueError("share_weights applies to complex embeddings in the complex network only")
             make = lambda: nn.TransformerEncoderLayer(d, nhead, dim_feedforward, dropout, batch_first=True)  # noqa: E731
-        self.readout = readout if self.is_complex else READOUTS[0]  # real layers: nothing to choose
+        # real layers: the mean, or the last token's state
+        self.readout = readout if self.is_complex or readout == "last" else READOUTS[0]
         self.layers = nn.ModuleList(make() for _ in range(num_layers))
         self.output = nn.Linear(d, num_classes)
 
@@ -103,6 +109,9 @@ class TransformerClassifier(nn.Module):
             x = layer(x, src_key_padding_mask=~mask)
         if self.readout == "mean-of-modulus":  # complex layers only (see __init__)
             return self.output(masked_mean(to_real_features(x), mask))
+        if self.readout == "last":  # each row's last non-padding position
+            last = (mask * torch.arange(1, mask.shape[1] + 1, device=mask.device)).argmax(1)
+            return self.output(to_real_features(x[torch.arange(x.shape[0], device=x.device), last]))
         return self.output(to_real_features(masked_mean(x, mask)))
 
     @property
