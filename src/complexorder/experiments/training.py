@@ -72,7 +72,7 @@ def scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: f
     """
     if scale == 1.0:
         return groups
-    frequency = {id(p) for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "frequency"}
+    frequency = {id(p) for p in frequency_parameters(model)}
     out, moved = [], []
     for g in groups:
         keep = [p for p in g["params"] if id(p) not in frequency]
@@ -130,7 +130,7 @@ def decay_frequencies(parameters: list[nn.Parameter], factor: float) -> None:
         if grad is None:
             continue
         if grad.is_sparse:
-            rows = grad.coalesce().indices()[0].unique()
+            rows = grad.coalesce().indices()[0]  # coalesced: each row once
             p.index_copy_(0, rows, p.index_select(0, rows).mul_(1.0 - factor))
         else:
             p.mul_(1.0 - factor)
