@@ -572,7 +572,7 @@ def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tm
     assert build_model_from_config(unit_config(grid, units[-1]), 30, 2, 16).layers[0].self_attn.score == "modulus"
     bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, attention_score="abs"))
     with pytest.raises(ValueError, match=r"^\[transformer\] attention_score must be one of 'modulus', 'real', "
-                                         r"got 'abs'$"):
+                                         r"'bilinear', got 'abs'$"):
         plan_units(bad)
 
 

@@ -247,6 +247,40 @@ def test_complex_attention_is_eq13_14_by_hand():
     assert w.dtype == D64  # real weights
 
 
+def test_bilinear_attention_score_is_the_modulus_without_conjugate_by_hand():
+    """The authors' classification code: Re = q_r k_r^T - q_i k_i^T, Im = q_r k_i^T + q_i k_r^T, score |.| / sqrt(d)."""
+    torch.manual_seed(0)
+    q, k, v = crandn(3, 4), crandn(5, 4), crandn(5, 2)
+    out, w = CF.complex_scaled_dot_product_attention(q, k, v, score="bilinear")
+    qr, qi, kr, ki = q.real, q.imag, k.real, k.imag
+    re, im = qr @ kr.T - qi @ ki.T, qr @ ki.T + qi @ kr.T  # written as in attention_complex.py
+    e = torch.sqrt(re * re + im * im) / math.sqrt(4)
+    for i in range(3):
+        for j in range(5):
+            by_hand = abs(sum(q[i, d].item() * k[j, d].item() for d in range(4))) / math.sqrt(4)
+            assert abs(by_hand - e[i, j].item()) < 1e-12
+    assert torch.allclose(w, torch.softmax(e, -1), atol=1e-12, rtol=0)
+    assert torch.allclose(out, torch.softmax(e, -1).to(v.dtype) @ v, atol=1e-12, rtol=0)
+    # with waves e^{i w pos}: the Hermitian modulus depends on pos_q - pos_k, the bilinear one on pos_q + pos_k
+    omega = torch.tensor([0.3, 1.1], dtype=D64)
+    wave = lambda pos: torch.polar(torch.tensor([1.0, 2.0], dtype=D64), omega * pos)  # noqa: E731
+    qs = torch.stack([wave(1.0), wave(3.0)])
+    ks = torch.stack([wave(2.0), wave(4.0)])
+    herm = (qs @ ks.T.conj()).abs()
+    bil = (qs @ ks.T).abs()
+    assert torch.isclose(herm[0, 0], herm[1, 1])  # 1-2 and 3-4: same offset
+    assert not torch.isclose(bil[0, 0], bil[1, 1])
+    assert torch.isclose(bil[0, 1], bil[1, 0])  # 1+4 and 3+2: same sum
+    assert not torch.isclose(herm[0, 1], herm[1, 0])
+    mha = cnn.ComplexMultiheadAttention(8, 2, score="bilinear", dtype=D64).eval()
+    assert "score='bilinear'" in repr(mha)
+    x = crandn(2, 5, 8)
+    full, _ = mha(x, is_causal=True)
+    cache = {}
+    steps = torch.cat([mha(x[:, t : t + 1], is_causal=True, cache=cache)[0] for t in range(5)], 1)
+    assert torch.allclose(full, steps, atol=1e-12)
+
+
 def test_real_attention_score_is_the_real_part_by_hand_and_tells_z_from_minus_z():
     torch.manual_seed(0)
     q, k, v = crandn(3, 4), crandn(5, 4), crandn(5, 2)
@@ -263,9 +297,9 @@ def test_real_attention_score_is_the_real_part_by_hand_and_tells_z_from_minus_z(
     modulus = CF.complex_scaled_dot_product_attention(q, pair, v[:2])[1]
     real = CF.complex_scaled_dot_product_attention(q, pair, v[:2], score="real")[1]
     assert torch.allclose(modulus, torch.full_like(modulus, 0.5)) and not torch.allclose(real, modulus)
-    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', got 'abs'$"):
+    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', 'bilinear', got 'abs'$"):
         CF.complex_scaled_dot_product_attention(q, k, v, score="abs")
-    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', got 'abs'$"):
+    with pytest.raises(ValueError, match=r"^score must be one of 'modulus', 'real', 'bilinear', got 'abs'$"):
         cnn.ComplexMultiheadAttention(8, 2, score="abs")
     mha = cnn.ComplexMultiheadAttention(8, 2, score="real", dtype=D64).eval()
     assert "score='real'" in repr(mha)

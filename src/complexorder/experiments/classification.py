@@ -58,7 +58,8 @@ class ModelSettings:
     (decoupled as in AdamW; with sparse embeddings only the rows of the words in the batch): a frequency the loss
     does not keep pushing away from 0 decays back to a position-free word.
     ``attention_score`` is how the complex Transformer scores a query-key product: ``"modulus"`` (paper
-    Eq. 14, the default) or ``"real"`` (``Re(q . conj(k))``, not the paper's); real embeddings run
+    Eq. 14, the default), ``"real"`` (``Re(q . conj(k))``, not the paper's) or ``"bilinear"`` (``|q . k|``
+    without the conjugate, as the authors' classification code computes it); real embeddings run
     PyTorch's layers, whose dot product is already the real one, and ignore it.
     ``readout`` (Transformer only) turns the token states into features: ``"modulus-of-mean"`` (default,
     ``|mean_t z_t|``), ``"mean-of-modulus"`` (``mean_t |z_t|``; complex layers, real ones take the mean) or

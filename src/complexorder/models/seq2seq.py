@@ -76,7 +76,8 @@ class Seq2SeqConfig:
             ``"dimension"`` (one per word) -- the paper's Table 4 period-sharing schemes.
         share_weights: real/imaginary weight sharing in the complex attention (paper Table 4).
         attention_score: how the complex attention scores a query-key product: ``"modulus"``
-            (``|q . conj(k)|``, paper Eq. 14) or ``"real"`` (``Re(q . conj(k))``, not the paper's; see
+            (``|q . conj(k)|``, paper Eq. 14), ``"real"`` (``Re(q . conj(k))``, not the paper's) or
+            ``"bilinear"`` (``|q . k|``, the authors' classification code; see
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
         network: how a complex embedding enters the model. ``"complex"`` (the default for the complex
             variants): complex encoder and decoder stacks (paper §3.2). ``"real"``: the embedding's
@@ -103,7 +104,7 @@ class Seq2SeqConfig:
     frequency_sharing: Literal["word", "dimension"] | None = None
     initial_phase: bool = False
     share_weights: bool = False
-    attention_score: Literal["modulus", "real"] = "modulus"
+    attention_score: Literal["modulus", "real", "bilinear"] = "modulus"
     network: Literal["complex", "real"] | None = None
 
 

@@ -37,7 +37,9 @@ class TransformerClassifier(nn.Module):
         num_classes: output classes.
         nhead, dim_feedforward, num_layers, dropout: encoder settings.
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
-        attention_score: complex attention scores, ``"modulus"`` (paper Eq. 14) or ``"real"``; real
+        attention_score: complex attention scores, ``"modulus"`` (paper Eq. 14), ``"real"`` or
+            ``"bilinear"`` (the authors' code; see
+            :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`); real
             embeddings run :class:`torch.nn.TransformerEncoderLayer`, whose scores are the real dot
             product already, and ignore it (so does ``network="real"``).
         network: ``"auto"`` (default: complex layers for complex embeddings, real ones for real

@@ -66,7 +66,8 @@ class ComplexMultiheadAttention(nn.Module):
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4); the output
             projection keeps separate weights.
         batch_first: ``[B, L, E]`` (default) or ``[L, B, E]``.
-        score: ``"modulus"`` (paper Eq. 14, the default) or ``"real"``, ``Re(q . conj(k))`` (see
+        score: ``"modulus"`` (paper Eq. 14, the default), ``"real"``, ``Re(q . conj(k))``, or
+            ``"bilinear"``, ``|q . k|`` without the conjugate as in the authors' classification code (see
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
 
     Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean

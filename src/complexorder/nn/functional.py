@@ -177,7 +177,7 @@ def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tens
 
 
 #: How a complex query-key product becomes a real attention score.
-ATTENTION_SCORES = ("modulus", "real")
+ATTENTION_SCORES = ("modulus", "real", "bilinear")
 
 
 def check_attention_score(score: str) -> str:
@@ -203,6 +203,12 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     phase of the product (the modulus gives the same score to ``z`` and ``-z``, and ``z`` and
     ``conj(z)``), as a real Transformer's dot product and rotary position encodings do.
 
+    ``score="bilinear"`` (not the paper's either) takes :math:`|q_i \cdot k_j| / \sqrt{d}`, the modulus of
+    the product *without* the conjugate, as the authors' classification code computes it
+    (``attention_complex.py`` of FreedomIntelligence/complex-order: ``Re = q_r k_r^T - q_i k_i^T``,
+    ``Im = q_r k_i^T + q_i k_r^T``). With complex-order embeddings the phases of query and key then add,
+    so the score depends on ``omega * (pos_q + pos_k)`` instead of ``omega * (pos_q - pos_k)``.
+
     Args:
         query: ``[..., Lq, d]`` complex.
         key: ``[..., Lk, d]`` complex.
@@ -212,7 +218,7 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
             no allowed key gets zero weights and a zero output.
         dropout_p: dropout on the attention weights (only when ``training``).
         scale: defaults to ``1 / sqrt(d)``.
-        score: ``"modulus"`` (paper Eq. 14) or ``"real"``.
+        score: ``"modulus"`` (paper Eq. 14), ``"real"`` or ``"bilinear"``.
 
     Returns:
         ``(output [..., Lq, dv] complex, weights [..., Lq, Lk] real)``.
@@ -235,6 +241,8 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if score == "modulus":
         scores = torch.matmul(query, key.transpose(-2, -1).conj()).abs() * scale
+    elif score == "bilinear":
+        scores = torch.matmul(query, key.transpose(-2, -1)).abs() * scale
     else:  # Re(q . conj(k)) = [Re q, Im q] . [Re k, Im k]: one real product of twice the width
         q, k = torch.view_as_real(query).flatten(-2), torch.view_as_real(key).flatten(-2)
         scores = torch.matmul(q, k.transpose(-2, -1)) * scale
