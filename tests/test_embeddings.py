@@ -352,7 +352,7 @@ def test_unknown_names_list_the_valid_ones():
         co.ComplexOrderEmbedding(5, 2, frequency_sharing="words")
     with pytest.raises(ValueError, match="amplitude_sharing must be one of"):
         co.ComplexOrderEmbedding(5, 2, amplitude_sharing="all")
-    with pytest.raises(ValueError, match="frequency_init must be one of 'sinusoidal', 'uniform', 'zeros', 'word-index'"):
+    with pytest.raises(ValueError, match="frequency_init must be one of 'sinusoidal', 'uniform', 'zeros', 'word-index', 'normal'"):
         co.ComplexOrderEmbedding(5, 2, frequency_init="geometric")
     with pytest.raises(ValueError, match="unknown embedding 'complex'; valid names: none, pe, tpe, complex-vanilla, complex-order"):
         co.build_embedding("complex", 5, 2)
@@ -466,6 +466,12 @@ def test_frequency_init_options_fill_the_table_as_documented():
     uniform = co.ComplexOrderEmbedding(200, 16, frequency_init="uniform").frequency.detach()
     assert uniform.min() >= 0 and uniform.max() < 2 * math.pi and (uniform > math.pi).float().mean() > 0.4
     assert torch.all(co.ComplexOrderEmbedding(5, 4, frequency_init="zeros").frequency == 0)
+    torch.manual_seed(1)
+    normal = co.ComplexOrderEmbedding(300, 16, frequency_init="normal", padding_idx=0).frequency.detach()
+    torch.manual_seed(1)
+    co.ComplexOrderEmbedding(300, 16, frequency_init="zeros")  # the same amplitude draw first
+    assert torch.equal(normal[1:], torch.randn(300, 16)[1:])  # nn.Embedding's N(0, 1), drawn after the amplitudes
+    assert torch.all(normal[0] == 0)  # the padding row
     assert torch.all(co.ComplexOrderEmbedding(5, 4, frequency_init=0.3).frequency == 0.3)
     row = torch.tensor([[0.5, 1.0, 1.5, 2.0]])
     assert torch.equal(co.ComplexOrderEmbedding(5, 4, frequency_init=row).frequency.detach(), row.expand(5, 4))
@@ -502,7 +508,7 @@ def test_frequency_init_and_sizes_of_the_wrong_kind_are_one_line_errors():
                                          r"\(10, 4\), got \(10, 4\) torch.complex64$"):
         co.ComplexOrderEmbedding(10, 4, frequency_init=torch.zeros(10, 4, dtype=torch.complex64))
     with pytest.raises(TypeError, match=r"^frequency_init must be one of 'sinusoidal', 'uniform', 'zeros', "
-                                        r"'word-index', a number or a tensor, got NoneType$"):
+                                        r"'word-index', 'normal', a number or a tensor, got NoneType$"):
         co.ComplexOrderEmbedding(10, 4, frequency_init=None)
     emb = co.ComplexOrderEmbedding(10, 4, frequency_init=torch.arange(4.0))  # [D] broadcasts to [V, D]
     assert torch.equal(emb.frequency[3], torch.arange(4.0))

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 SHARING_SCHEMES = (None, "word", "dimension")
-FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros", "word-index")
+FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros", "word-index", "normal")
 
 
 # --------------------------------------------------------------------------------------
@@ -406,8 +406,10 @@ class ComplexOrderEmbedding(nn.Module):
             ``"word-index"`` (the authors' CNN/FastText/LSTM code: word ``j`` of the vocabulary starts
             at ``w_{j,d} = j * 10000^(-2d / D)``, a different, mostly fast spectrum per word;
             needs a per-word table), ``"uniform"`` (``U(0, 2 pi)``, periods from one position
-            up), ``"zeros"`` (start position-free), a float (constant) or a tensor broadcastable
-            to the table. With ``frequency_sharing="dimension"`` (a ``[V, 1]`` table),
+            up), ``"zeros"`` (start position-free), ``"normal"`` (``N(0, 1)``, ``nn.Embedding``'s
+            default: the frequency table of the authors' Transformer "complex-vanilla" classifier,
+            ``Complex_vanilla.py``, which multiplies it by the positions), a float (constant) or a
+            tensor broadcastable to the table. With ``frequency_sharing="dimension"`` (a ``[V, 1]`` table),
             ``"sinusoidal"`` gives each word one of the V geometric frequencies ``10000^(-j / V)``,
             in random order (drawn from torch's global generator).
         amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
@@ -538,6 +540,8 @@ class ComplexOrderEmbedding(nn.Module):
             self.frequency.copy_(j * torch.pow(10000.0, -2.0 * k / self.frequency.shape[1]))
         elif finit == "uniform":
             nn.init.uniform_(self.frequency, 0.0, 2 * math.pi)
+        elif finit == "normal":
+            nn.init.normal_(self.frequency)
         else:
             self.frequency.zero_()
         if self.initial_phase is not None:

@@ -100,7 +100,7 @@ class Seq2SeqConfig:
     share_embeddings: bool = True
     tie_output: bool = False
     scale_embedding: bool = True
-    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"
+    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index", "normal"] = "sinusoidal"
     frequency_sharing: Literal["word", "dimension"] | None = None
     initial_phase: bool = False
     share_weights: bool = False

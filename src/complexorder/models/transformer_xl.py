@@ -134,7 +134,7 @@ class TransformerXLConfig:
     clamp_len: int = -1  # relative distances above clamp_len share its encoding; <= 0: no clamp
     tie_weight: bool = False  # output layer = word table (vanilla only)
     init_std: float = 0.02
-    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index"] = "sinusoidal"  # complex-order only
+    frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index", "normal"] = "sinusoidal"  # complex-order only
     position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
     separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
     max_positions: int = 64  # embedding="pe": size of its position table (larger positions are clamped)
