@@ -30,7 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .nn.wave import complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding
+from .nn.wave import (complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding,
+                      complex_vanilla_embedding_reference)
 
 __all__ = [
     "EMBEDDINGS",
@@ -104,6 +105,14 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             raise ValueError(f"positions must be finite real numbers, got {bad}"
                              + (f" (not finite in {dtype})" if math.isfinite(bad) else ""))
     return out
+
+
+def _check_phase_dropout(phase_dropout: float) -> float:
+    """A probability in ``[0, 1)`` (an int or float, not a bool), returned as a float."""
+    if isinstance(phase_dropout, bool) or not isinstance(phase_dropout, (int, float)) or not 0 <= phase_dropout < 1:
+        raise ValueError(f"phase_dropout must be a number in [0, 1) (the probability of dropping a phase), "
+                         f"got {phase_dropout!r}")
+    return float(phase_dropout)
 
 
 def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:
@@ -425,6 +434,12 @@ class ComplexOrderEmbedding(nn.Module):
             its amplitude alone; with shared amplitudes that loses (word-sharing) or reduces to a
             scale (dimension-sharing) the first word's identity -- starting at 1 avoids it.
             Explicit ``positions`` passed to :meth:`forward` are used as given.
+        phase_dropout: in training mode, inverted dropout on the phases ``w * pos + theta`` before the
+            ``cos``/``sin`` (0, the default: none; not in the paper). Each phase is set to 0 with this
+            probability (the value becomes the real amplitude ``r``) and the others are scaled by
+            ``1 / (1 - p)``, a random stretch of the wave. The authors' Transformer classifier does this
+            (``self.drop(enc_output_phase)`` on ``w * pos``, with a separate dropout mask on the
+            amplitudes) at ``p = 0.1``. Training mode runs the plain-autograd path; evaluation is unchanged.
 
     Attributes:
         amplitude, frequency: real parameters broadcastable to ``[V, D]``.
@@ -455,9 +470,10 @@ class ComplexOrderEmbedding(nn.Module):
                  frequency_sharing: str | None = None, amplitude_sharing: str | None = None,
                  initial_phase: bool = False, frequency_init: str | float | Tensor = "sinusoidal",
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, fused: bool = True,
-                 first_position: int = 0, device=None, dtype=None) -> None:
+                 first_position: int = 0, phase_dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
+        self.phase_dropout = _check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
                              f"got {first_position!r}")
@@ -573,8 +589,12 @@ class ComplexOrderEmbedding(nn.Module):
         # float16 parameters: plain autograd (the fused path multiplies in place, in the table's dtype), so that the
         # phases w * pos are computed with the float32 positions; the result is rounded once to half precision
         fused = self.fused and dtype != torch.float16
-        embed = complex_order_embedding if fused else complex_order_embedding_reference
-        out = embed(tokens, pos, self.amplitude, self.frequency, self.initial_phase, self.padding_idx, self.sparse)
+        if self.training and self.phase_dropout:
+            out = complex_order_embedding_reference(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
+                                                    self.padding_idx, self.sparse, phase_dropout=self.phase_dropout)
+        else:
+            embed = complex_order_embedding if fused else complex_order_embedding_reference
+            out = embed(tokens, pos, self.amplitude, self.frequency, self.initial_phase, self.padding_idx, self.sparse)
         return out.to(torch.complex32) if dtype == torch.float16 else out
 
     def extra_repr(self) -> str:
@@ -589,6 +609,8 @@ class ComplexOrderEmbedding(nn.Module):
             s += ", fused=False"
         if self.first_position:
             s += f", first_position={self.first_position}"
+        if self.phase_dropout:
+            s += f", phase_dropout={self.phase_dropout}"
         return s
 
 
@@ -605,6 +627,8 @@ class ComplexVanillaEmbedding(nn.Module):
             exactly zero and their rows get no gradient.
         amplitude_init: ``"normal"``, ``"ones"`` or a ``[V, D]`` tensor (e.g. word vectors).
         sparse: sparse gradients for both tables (see :meth:`sparse_parameters`).
+        phase_dropout: in training mode, inverted dropout on the phases ``theta`` (0, the default: none),
+            as :class:`ComplexOrderEmbedding`'s.
 
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` complex.
@@ -622,9 +646,11 @@ class ComplexVanillaEmbedding(nn.Module):
     is_complex = True
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
-                 amplitude_init: str | Tensor = "normal", sparse: bool = False, device=None, dtype=None) -> None:
+                 amplitude_init: str | Tensor = "normal", sparse: bool = False, phase_dropout: float = 0.0,
+                 device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
+        self.phase_dropout = _check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -660,10 +686,13 @@ class ComplexVanillaEmbedding(nn.Module):
         _check_tokens(tokens, self.num_embeddings)
         if positions is not None:
             _resolve_positions(tokens, positions, self.amplitude.dtype)
+        if self.training and self.phase_dropout:
+            return complex_vanilla_embedding_reference(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse,
+                                                       phase_dropout=self.phase_dropout)
         return complex_vanilla_embedding(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
-        return _embedding_repr(self)
+        return _embedding_repr(self) + (f", phase_dropout={self.phase_dropout}" if self.phase_dropout else "")
 
 
 # --------------------------------------------------------------------------------------
@@ -690,7 +719,8 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
             the amplitudes of the complex ones.
         max_positions: position-table size of ``"pe"`` (ignored by the others).
         **options: further keyword arguments for ``"complex-order"`` (sharing schemes,
-            ``initial_phase``, ``frequency_init``, ``first_position``, ...) and ``sparse`` for all.
+            ``initial_phase``, ``frequency_init``, ``first_position``, ...), ``phase_dropout`` for both
+            complex embeddings and ``sparse`` for all.
 
     Examples::
 
@@ -702,6 +732,8 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
     if pretrained is not None:
         _check_matrix("pretrained", pretrained, (num_embeddings, embedding_dim))
     allowed = {"sparse", "device", "dtype"}
+    if name in ("complex-order", "complex-vanilla"):
+        allowed |= {"phase_dropout"}
     if name == "complex-order":
         allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
                     "first_position"}

@@ -102,6 +102,7 @@ def complex_order_embedding_reference(
     initial_phase: Tensor | None = None,
     padding_idx: int | None = None,
     sparse: bool = False,
+    phase_dropout: float = 0.0,
 ) -> Tensor:
     """Paper Eq. 5 with plain autograd: ``r[tokens] * exp(i (w[tokens] * pos + theta[tokens]))``.
 
@@ -113,6 +114,10 @@ def complex_order_embedding_reference(
         padding_idx: tokens equal to it embed to exactly zero and give their rows no gradient; a
             negative one counts back from the end of the per-word tables, as in ``F.embedding``.
         sparse: sparse COO gradients for the per-word tables, as ``F.embedding(sparse=True)``.
+        phase_dropout: probability of inverted dropout (``F.dropout``) on the phases
+            ``w * pos + theta`` before ``cos``/``sin`` (0, the default: none): each phase is set to 0 with
+            this probability, the others scaled by ``1 / (1 - p)``. The authors' Transformer classifier
+            applies ``nn.Dropout`` to ``w * pos`` this way (see :class:`complexorder.ComplexOrderEmbedding`).
 
     Returns:
         complex tensor of shape ``S + (D,)``.
@@ -122,6 +127,8 @@ def complex_order_embedding_reference(
     phase = gather_rows(frequency, tokens, padding_idx, sparse) * positions.unsqueeze(-1)
     if initial_phase is not None:
         phase = phase + gather_rows(initial_phase, tokens, padding_idx, sparse)
+    if phase_dropout:
+        phase = F.dropout(phase, phase_dropout, training=True)
     dim = max(amplitude.shape[1], frequency.shape[1],
               1 if initial_phase is None else initial_phase.shape[1])
     shape = tuple(tokens.shape) + (dim,)
@@ -325,14 +332,18 @@ def complex_order_embedding(
 
 
 def complex_vanilla_embedding_reference(tokens: Tensor, amplitude: Tensor, phase: Tensor,
-                                        padding_idx: int | None = None, sparse: bool = False) -> Tensor:
+                                        padding_idx: int | None = None, sparse: bool = False,
+                                        phase_dropout: float = 0.0) -> Tensor:
     """Complex-vanilla (Wang et al. 2019): ``r[tokens] * exp(i theta[tokens])``, position-free, plain autograd.
 
-    ``padding_idx`` (negative: counted back from the end of the tables) and ``sparse`` as in ``F.embedding``.
+    ``padding_idx`` (negative: counted back from the end of the tables) and ``sparse`` as in ``F.embedding``;
+    ``phase_dropout`` as in :func:`complex_order_embedding_reference` (on ``theta``).
     """
     padding_idx = resolve_padding_idx(padding_idx, amplitude, phase)
     r = F.embedding(tokens, amplitude, padding_idx, sparse=sparse)
     theta = F.embedding(tokens, phase, padding_idx, sparse=sparse)
+    if phase_dropout:
+        theta = F.dropout(theta, phase_dropout, training=True)
     if padding_idx is not None:
         r = r * (tokens != padding_idx).unsqueeze(-1).to(r.dtype)
     return torch.complex(r * torch.cos(theta), r * torch.sin(theta))  # not polar: r is signed
