@@ -525,3 +525,77 @@ def test_frequency_init_and_sizes_of_the_wrong_kind_are_one_line_errors():
         co.build_embedding("tpe", 10, 4, position_scale=0)
     # integer scalars of NumPy and torch are integers (they were accepted before the check)
     assert co.build_embedding("complex-order", np.int64(10), torch.tensor(4)).amplitude.shape == (10, 4)
+
+
+@pytest.mark.parametrize("kind", ["complex-order", "complex-vanilla"])
+def test_phase_dropout_drops_or_stretches_each_phase_in_training_only(kind):
+    # Each phase phi (w * pos + theta; theta alone for complex-vanilla) is either dropped (the value becomes the
+    # real amplitude r) or stretched to phi / (1 - p); evaluation mode is the plain embedding; padding stays 0.
+    p = 0.25
+    torch.manual_seed(0)
+    if kind == "complex-order":
+        emb = co.ComplexOrderEmbedding(7, 5, dtype=D64, padding_idx=0, phase_dropout=p, initial_phase=True)
+        with torch.no_grad():
+            emb.frequency.uniform_(-2, 2)
+            emb.frequency[0].zero_()
+        w, theta = emb.frequency.detach(), emb.initial_phase.detach()
+    else:
+        emb = co.ComplexVanillaEmbedding(7, 5, dtype=D64, padding_idx=0, phase_dropout=p)
+        w, theta = torch.zeros(7, 5, dtype=D64), emb.phase.detach()
+    r = emb.amplitude.detach()
+    tokens = torch.tensor([[1, 2, 3, 4, 5, 6, 0] * 20])
+    out = emb(tokens).detach()
+    dropped = kept = 0
+    for i, token in enumerate(tokens[0].tolist()):
+        pos = i if kind == "complex-order" else 0
+        for d in range(5):
+            phi = float(w[token, d]) * pos + float(theta[token, d])
+            got = complex(out[0, i, d])
+            if token == 0:
+                assert got == 0
+                continue
+            as_dropped = float(r[token, d])
+            as_kept = float(r[token, d]) * cmath.exp(1j * phi / (1 - p))
+            if abs(got - as_dropped) < 1e-12 and abs(as_kept - as_dropped) > 1e-6:
+                dropped += 1
+            else:
+                assert abs(got - as_kept) < 1e-12
+                kept += 1
+    assert 0.15 < dropped / (dropped + kept) < 0.35  # about p of 600 phases
+    emb.eval()
+    plain = emb(tokens).detach()
+    for i, token in enumerate(tokens[0].tolist()[:7]):
+        pos = i if kind == "complex-order" else 0
+        for d in range(5):
+            want = float(r[token, d]) * cmath.exp(1j * (float(w[token, d]) * pos + float(theta[token, d])))
+            assert abs(complex(plain[0, i, d]) - (0 if token == 0 else want)) < 1e-12
+
+
+def test_phase_dropout_gives_dropped_phases_no_frequency_gradient():
+    torch.manual_seed(3)
+    emb = co.ComplexOrderEmbedding(4, 64, dtype=D64, phase_dropout=0.5)
+    out = emb(torch.tensor([2, 2]), positions=torch.tensor([3.0, 3.0], dtype=D64))
+    out.real.sum().backward()
+    # each dimension's two copies of word 2 at position 3: the gradient of w sums over the copies that were kept
+    r, w = emb.amplitude.detach()[2], emb.frequency.detach()[2]
+    per_copy = -r * torch.sin(3 * w / 0.5) * 3 / 0.5  # d/dw of r cos(3 w / (1 - p))
+    kept = (out.imag.detach() != 0).to(D64)  # sin of a stretched phase is non-zero here; a dropped one is 0
+    assert torch.allclose(emb.frequency.grad[2], (kept * per_copy).sum(0))
+
+
+@pytest.mark.parametrize("bad", [1, 1.0, -0.1, True, "0.1", float("nan")])
+def test_phase_dropout_must_be_a_probability(bad):
+    for cls in (co.ComplexOrderEmbedding, co.ComplexVanillaEmbedding):
+        with pytest.raises(ValueError, match=r"^phase_dropout must be a number in \[0, 1\) \(the probability of "
+                                             r"dropping a phase\), got "):
+            cls(5, 4, phase_dropout=bad)
+
+
+def test_phase_dropout_reaches_the_complex_embeddings_through_the_factory_and_repr():
+    from complexorder.embeddings import build_embedding
+    assert repr(build_embedding("complex-order", 10, 4, phase_dropout=0.1)) == \
+        "ComplexOrderEmbedding(10, 4, phase_dropout=0.1)"
+    assert repr(build_embedding("complex-vanilla", 10, 4, padding_idx=0, phase_dropout=0.2)) == \
+        "ComplexVanillaEmbedding(10, 4, padding_idx=0, phase_dropout=0.2)"
+    with pytest.raises(ValueError, match=r"^option\(s\) phase_dropout not accepted by embedding 'tpe'; accepted: "):
+        build_embedding("tpe", 10, 4, phase_dropout=0.1)
