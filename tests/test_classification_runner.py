@@ -912,3 +912,26 @@ def test_a_grid_config_with_repeated_or_empty_lists_is_refused_before_any_traini
     with pytest.raises(ValueError, match=r"^fold 12 is outside 0..9 \(--folds, or the config's `folds`\)$"):
         run_grid(dataclasses.replace(grid, folds=[0, 12]), progress=False, log=lambda *_: None)
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_position_order_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked(tmp_path):
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["complex-order"])
+    units = plan_units(grid)
+    assert all("position_order" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
+    other = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, position_order="from-end"))
+    for unit in units:
+        config = unit_config(other, unit)
+        assert config["settings"]["position_order"] == "from-end" and _hash(config) != _hash(unit_config(grid, unit))
+        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+        assert model.position_order == "from-end"
+    bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, position_order="reversed"))
+    with pytest.raises(ValueError, match=r"^\[transformer\] position_order must be one of 'forward', 'from-end', "
+                                         r"got 'reversed'$"):
+        plan_units(bad)
+    cnn = dataclasses.replace(grid, models=["cnn"])
+    cnn = dataclasses.replace(cnn, cnn=dataclasses.replace(cnn.cnn, position_order="from-end"))
+    with pytest.raises(ValueError, match=r"^\[cnn\] position_order must be 'forward' \(only the transformer chooses "
+                                         r"its positions\), got 'from-end'$"):
+        plan_units(cnn)

@@ -312,3 +312,35 @@ def test_the_demo_separates_order_aware_from_order_blind_embeddings(capsys):
                           (["--epochs", "0"], "--epochs and --train-size must be positive")):
         assert main(["demo"] + argv) == 2
         assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
+
+
+@pytest.mark.parametrize("emb_name, kw", [("complex-order", {}), ("tpe", {}), ("pe", {}),
+                                          ("complex-order", {"network": "real"})])
+def test_transformer_positions_from_the_end_by_hand(emb_name, kw):
+    """position_order="from-end": the embedding sees n - 1, ..., 0 over each row's n real tokens (padding at 0), so
+    the model on a sentence equals the forward-counting model on the sentence reversed (the encoder is permutation
+    equivariant and the mean read-out invariant: the same (token, position) pairs)."""
+    tokens = torch.tensor([[5, 7, 9, 11, 3, 0], [4, 6, 0, 0, 0, 0], [8, 8, 2, 5, 6, 7]])
+    model = make("transformer", emb_name, dim=8, dropout=0.0, position_order="from-end", **kw).eval()
+    assert "position_order='from-end'" in repr(model)
+    seen = []
+    model.embedding.register_forward_pre_hook(lambda mod, args: seen.append(args[1]))
+    logits = model(tokens)
+    assert seen[0].tolist() == [[4, 3, 2, 1, 0, 0], [1, 0, 0, 0, 0, 0], [5, 4, 3, 2, 1, 0]]
+    forward = make("transformer", emb_name, dim=8, dropout=0.0, **kw).eval()
+    forward.load_state_dict(model.state_dict())
+    for row, n in enumerate((5, 2, 6)):
+        reversed_row = tokens[row:row + 1, :n].flip(1)
+        torch.testing.assert_close(logits[row:row + 1], forward(reversed_row), atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(forward(tokens[2:]), logits[2:], atol=1e-4)  # the order matters for these embeddings
+
+
+def test_transformer_position_order_errors_and_position_free_embeddings_ignore_it():
+    with pytest.raises(ValueError, match=r"^position_order must be one of 'forward', 'from-end', got 'backward'$"):
+        make("transformer", "complex-order", position_order="backward")
+    tokens = torch.tensor([[5, 7, 9, 0]])
+    for emb_name in ("complex-vanilla", "none"):
+        from_end = make("transformer", emb_name, dropout=0.0, position_order="from-end").eval()
+        default = make("transformer", emb_name, dropout=0.0).eval()
+        default.load_state_dict(from_end.state_dict())
+        torch.testing.assert_close(from_end(tokens), default(tokens))

@@ -34,7 +34,7 @@ from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info, resolve_device
 from ..models import CLASSIFIERS, build_classifier
-from ..models.transformer import NETWORKS, READOUTS
+from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
 from .training import count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
 
@@ -64,6 +64,8 @@ class ModelSettings:
     ``readout`` (Transformer only) turns the token states into features: ``"modulus-of-mean"`` (default,
     ``|mean_t z_t|``), ``"mean-of-modulus"`` (``mean_t |z_t|``; complex layers, real ones take the mean) or
     ``"last"`` (the last token's state, every embedding); see :class:`~complexorder.models.TransformerClassifier`.
+    ``position_order`` (Transformer only): ``"forward"`` (default, positions from each sentence's first token) or
+    ``"from-end"`` (each sentence's last token at position 0, as the authors' Transformer classifier counts).
     """
 
     embedding_dim: int = 300
@@ -87,6 +89,7 @@ class ModelSettings:
     attention_score: str = "modulus"
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
     readout: str = "modulus-of-mean"  # transformer only: |mean z|, mean |z| (complex layers) or "last"
+    position_order: str = "forward"  # transformer only: "from-end" puts each sentence's last token at position 0
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -129,6 +132,10 @@ class ModelSettings:
             fail("readout", f"one of {', '.join(map(repr, READOUTS))}")
         if architecture not in (None, "transformer") and self.readout != READOUTS[0]:
             fail("readout", f"{READOUTS[0]!r} (only the transformer chooses its read-out)")
+        if self.position_order not in POSITION_ORDERS:
+            fail("position_order", f"one of {', '.join(map(repr, POSITION_ORDERS))}")
+        if architecture not in (None, "transformer") and self.position_order != POSITION_ORDERS[0]:
+            fail("position_order", f"{POSITION_ORDERS[0]!r} (only the transformer chooses its positions)")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -140,7 +147,7 @@ class ModelSettings:
             return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
                 "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
-                "network": self.network, "readout": self.readout}
+                "network": self.network, "readout": self.readout, "position_order": self.position_order}
 
 
 @dataclass
@@ -251,7 +258,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
 LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
-                  "readout": "modulus-of-mean"}
+                  "readout": "modulus-of-mean", "position_order": "forward"}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:

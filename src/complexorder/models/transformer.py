@@ -9,13 +9,16 @@ from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
 from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
 
-__all__ = ["TransformerClassifier", "NETWORKS", "READOUTS"]
+__all__ = ["TransformerClassifier", "NETWORKS", "READOUTS", "POSITION_ORDERS"]
 
 #: How a complex embedding enters the classifier's layers.
 NETWORKS = ("auto", "complex", "real")
 #: How the encoder's token states become the output layer's features: the modulus of their mean (default),
 #: the mean of their moduli, or the state of each sentence's last token (the authors' code reads one position).
 READOUTS = ("modulus-of-mean", "mean-of-modulus", "last")
+#: Which positions the embedding sees: ``0, 1, ..., L - 1`` from each sentence's first token (the embedding's
+#: default), or counted back from each sentence's last token, which is at 0 (the authors' Transformer classifier).
+POSITION_ORDERS = ("forward", "from-end")
 
 
 class TransformerClassifier(nn.Module):
@@ -54,6 +57,12 @@ class TransformerClassifier(nn.Module):
             without a mask), which ``"last"`` approximates without reading padding. Real layers (real
             embeddings, ``network="real"``) have no modulus: ``"mean-of-modulus"`` is their mean, as the
             default is, and they ignore ``attention_score``.
+        position_order: ``"forward"`` (default: the embedding's own positions, ``0, 1, ..., L - 1`` from the
+            first token) or ``"from-end"``: each sentence's tokens at ``n - 1, ..., 1, 0`` for its ``n``
+            non-padding tokens, so the last token is at 0 whatever the padding (padding tokens at 0). The
+            authors' Transformer classifier counts positions from the end (``torch.arange(klen - 1, -1, -1)``
+            over sentences padded to the batch's length). Every embedding receives these positions;
+            position-free ones (``"none"``, ``"complex-vanilla"``) ignore them.
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
 
@@ -73,9 +82,14 @@ class TransformerClassifier(nn.Module):
 
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
                  num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
-                 attention_score: str = "modulus", network: str = "auto", readout: str = "modulus-of-mean") -> None:
+                 attention_score: str = "modulus", network: str = "auto", readout: str = "modulus-of-mean",
+                 position_order: str = "forward") -> None:
         super().__init__()
         check_embedding(embedding, "TransformerClassifier")
+        if position_order not in POSITION_ORDERS:
+            raise ValueError(f"position_order must be one of {', '.join(map(repr, POSITION_ORDERS))}, "
+                             f"got {position_order!r}")
+        self.position_order = position_order
         if network not in NETWORKS:
             raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, got {network!r}")
         if readout not in READOUTS:
@@ -103,7 +117,11 @@ class TransformerClassifier(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "TransformerClassifier")
         mask = padding_mask(tokens, self.embedding)
-        x = self.embedding(tokens)
+        if self.position_order == "from-end":  # n - 1, ..., 0 over each row's n real tokens; padding at 0
+            steps = torch.arange(tokens.shape[1], device=tokens.device)
+            x = self.embedding(tokens, (mask.sum(1, keepdim=True) - 1 - steps).clamp_min(0))
+        else:
+            x = self.embedding(tokens)
         if not self.is_complex:  # a complex embedding read by real layers: [Re f, Im f]; real ones pass through
             x = complex_to_real(x)
         x = self.dropout(x)
@@ -122,4 +140,5 @@ class TransformerClassifier(nn.Module):
         return "complex" if self.is_complex else "real"
 
     def extra_repr(self) -> str:
-        return f"network={self.network!r}" + (f", readout={self.readout!r}" if self.readout != READOUTS[0] else "")
+        return (f"network={self.network!r}" + (f", readout={self.readout!r}" if self.readout != READOUTS[0] else "")
+                + (f", position_order={self.position_order!r}" if self.position_order != POSITION_ORDERS[0] else ""))
