@@ -587,14 +587,14 @@ class ComplexOrderEmbedding(nn.Module):
         if positions is None and self.first_position:
             pos = pos + self.first_position
         # float16 parameters: plain autograd (the fused path multiplies in place, in the table's dtype), so that the
-        # phases w * pos are computed with the float32 positions; the result is rounded once to half precision
-        fused = self.fused and dtype != torch.float16
-        if self.training and self.phase_dropout:
-            out = complex_order_embedding_reference(tokens, pos, self.amplitude, self.frequency, self.initial_phase,
-                                                    self.padding_idx, self.sparse, phase_dropout=self.phase_dropout)
+        # phases w * pos are computed with the float32 positions; the result is rounded once to half precision.
+        # Phase dropout (training only) drops entries of the phase tensor: plain autograd too.
+        drop = self.phase_dropout if self.training else 0.0
+        args = (tokens, pos, self.amplitude, self.frequency, self.initial_phase, self.padding_idx, self.sparse)
+        if self.fused and dtype != torch.float16 and not drop:
+            out = complex_order_embedding(*args)
         else:
-            embed = complex_order_embedding if fused else complex_order_embedding_reference
-            out = embed(tokens, pos, self.amplitude, self.frequency, self.initial_phase, self.padding_idx, self.sparse)
+            out = complex_order_embedding_reference(*args, phase_dropout=drop)
         return out.to(torch.complex32) if dtype == torch.float16 else out
 
     def extra_repr(self) -> str:
