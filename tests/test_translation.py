@@ -656,6 +656,47 @@ def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
 
 
 @pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
+@pytest.mark.parametrize("tie_output", [False, True])
+def test_modulus_squared_readout_projects_the_squared_moduli_and_is_blind_to_the_states_phases(variant, tie_output):
+    """readout = "modulus-squared" (the authors' translation code): logits = |h|^2 W^T + b, D features, not 2D."""
+    model = tiny(variant, readout="modulus-squared", tie_output=tie_output)
+    default = tiny(variant, tie_output=tie_output)
+    w = model.output_weight()
+    assert w.shape == (V, 16) and default.output_weight().shape == (V, 32)
+    if tie_output:  # |f(j, 0)|: the amplitudes' moduli (complex-vanilla's e^{i theta_j} drops out)
+        torch.testing.assert_close(w, model.tgt_embedding.amplitude.abs())
+        bias = model.output_bias
+    else:
+        bias = model.output.bias
+        n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+        assert n(default) - n(model) == 16 * V  # the projection reads D features instead of 2D
+    h = torch.randn(2, 3, 16, dtype=torch.complex64)
+    by_hand = (h.real ** 2 + h.imag ** 2) @ w.T + bias
+    torch.testing.assert_close(model.project(h), by_hand)
+    turned = h * torch.exp(1j * torch.rand(2, 3, 16) * 2 * math.pi)  # any phase per state and dimension
+    torch.testing.assert_close(model.project(turned), by_hand)
+    assert not torch.allclose(default.project(turned), default.project(h))
+    src, _, _, _ = assert_causal_and_incremental(model)
+    greedy = greedy_search(model, src, max_len_a=1.0, max_len_b=3)
+    assert greedy == beam_search(model, src, beam_size=1, max_len_a=1.0, max_len_b=3)
+    # gradients reach the state through |h|^2 = Re^2 + Im^2, also where h = 0 (|h| has no derivative there)
+    z = torch.zeros(1, 1, 16, dtype=torch.complex64, requires_grad=True)
+    model.project(z).sum().backward()
+    assert torch.isfinite(torch.view_as_real(z.grad)).all()
+
+
+def test_readout_setting_errors_are_one_line_and_name_the_setting():
+    with pytest.raises(ValueError, match=r"^model.readout must be one of real-imag, modulus-squared; got 'modulus'$"):
+        tiny("complex-order", readout="modulus")
+    message = (r"^model.readout = 'modulus-squared' applies to the complex network only \(complex variants, network "
+               r"'complex'\); a real network's state has no phases$")
+    with pytest.raises(ValueError, match=message):
+        tiny("vanilla", readout="modulus-squared")
+    with pytest.raises(ValueError, match=message):
+        tiny("complex-order", network="real", readout="modulus-squared")
+
+
+@pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
 def test_real_network_feeds_re_and_im_of_the_complex_embedding_to_real_layers_of_twice_the_width(variant):
     model = tiny(variant, network="real")
     assert not model.is_complex and model.complex_embedding
@@ -716,7 +757,7 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, t
     ck = torch.load(old / "last.pt", weights_only=True)
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=ck["progress"]["step"]))
     for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score"),
-                         ("model", "network"), ("model", "initial_phase")):
+                         ("model", "network"), ("model", "initial_phase"), ("model", "readout")):
         del ck["config"][section][key]
     torch.save(ck, old / "last.pt")
     again = train_translation(config, old, toy_data, progress=False, log=lambda m: None)

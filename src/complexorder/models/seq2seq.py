@@ -15,7 +15,8 @@ variant                embedding of a token ``j`` at position ``pos``   layers
 
 ``s = sqrt(d_model)`` with ``scale_embedding`` (word tables then start at ``N(0, 1/d_model)``,
 as fairseq). The decoder of the complex variants runs causal complex self-attention and complex
-cross-attention; its last state ``h`` is read out as the real vector ``[Re h, Im h]`` and
+cross-attention; its last state ``h`` is read out as the real vector ``[Re h, Im h]`` (or, with
+``readout = "modulus-squared"``, as ``|h|^2`` per dimension, as the authors' released translation code does) and
 projected to the target vocabulary.
 
 ``network = "real"`` (config) keeps a complex variant's embedding but feeds its ``[Re f, Im f]`` to the
@@ -44,7 +45,7 @@ from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_e
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
 
-__all__ = ["VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
+__all__ = ["READOUTS", "VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
 
 VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
 _EMBEDDING_OF = {"vanilla": "none", "complex-vanilla": "complex-vanilla", "complex-order": "complex-order"}
@@ -86,6 +87,13 @@ class Seq2SeqConfig:
             Transformer, with no added position encoding (the phases carry the positions). ``None``
             picks ``"complex"`` for the complex variants and ``"real"`` for ``"vanilla"`` (which
             accepts ``"real"`` only).
+        readout: how the complex network's last decoder state ``h [..., D]`` becomes the real features
+            of the output projection: ``"real-imag"`` (``[Re h, Im h]``, ``2D`` features; the default)
+            or ``"modulus-squared"`` (``|h_d|^2`` per dimension, ``D`` features, blind to the state's
+            phases: the read-out of the authors' released translation code,
+            ``FreedomIntelligence/complex-order``, ``TRANSLATION/transformer/Models.py``). With
+            ``tie_output`` the latter's output matrix is ``|f(j, 0)|`` (the amplitudes' moduli). Complex
+            network only (a real network's state has no phases).
     """
 
     variant: Literal["vanilla", "complex-vanilla", "complex-order"] = "complex-order"
@@ -106,6 +114,10 @@ class Seq2SeqConfig:
     share_weights: bool = False
     attention_score: Literal["modulus", "real", "bilinear"] = "modulus"
     network: Literal["complex", "real"] | None = None
+    readout: Literal["real-imag", "modulus-squared"] = "real-imag"
+
+
+READOUTS = ("real-imag", "modulus-squared")
 
 
 def reorder_cache(cache: dict, index: Tensor) -> dict:
@@ -213,6 +225,11 @@ class TransformerSeq2Seq(nn.Module):
         if config.attention_score != "modulus" and not self.is_complex:
             raise ValueError("model.attention_score applies to the complex network only "
                              "(complex variants, network 'complex')")
+        if config.readout not in READOUTS:
+            raise ValueError(f"model.readout must be one of {', '.join(READOUTS)}; got {config.readout!r}")
+        if config.readout != "real-imag" and not self.is_complex:
+            raise ValueError(f"model.readout = {config.readout!r} applies to the complex network only "
+                             "(complex variants, network 'complex'); a real network's state has no phases")
         self.config = config
         self.pad_id = pad_id
         d = config.d_model
@@ -245,7 +262,7 @@ class TransformerSeq2Seq(nn.Module):
         # Pre-norm stacks end with a norm (post-norm layers already end normalised).
         self.encoder_norm = norm(width) if config.norm_first else None
         self.decoder_norm = norm(width) if config.norm_first else None
-        readout = 2 * d if self.complex_embedding else d
+        readout = 2 * d if self.complex_embedding and config.readout == "real-imag" else d
         if config.tie_output:
             self.register_module("output", None)
             self.output_bias = nn.Parameter(torch.zeros(tgt_vocab_size))
@@ -281,18 +298,24 @@ class TransformerSeq2Seq(nn.Module):
         return self.embed_dropout(x)
 
     def output_weight(self) -> Tensor:
-        """The ``[V_tgt, d]`` (vanilla) or ``[V_tgt, 2D]`` (complex variants: real ⊕ imaginary parts) output matrix."""
+        """The ``[V_tgt, d]`` (vanilla), ``[V_tgt, 2D]`` (complex variants: real ⊕ imaginary parts) or ``[V_tgt, D]``
+        (``readout = "modulus-squared"``) output matrix."""
         if self.output is not None:
             return self.output.weight
         emb = self.tgt_embedding
         if not self.complex_embedding:
             return emb.weight
         ids = torch.arange(emb.num_embeddings, device=self.output_bias.device)
-        return complex_to_real(emb(ids, torch.zeros_like(ids)))
+        table = emb(ids, torch.zeros_like(ids))
+        return table.abs() if self.config.readout == "modulus-squared" else complex_to_real(table)
 
     def project(self, h: Tensor) -> Tensor:
-        """Logits from decoder states ``h [..., d]`` (complex states read out as ``[Re h, Im h]``)."""
-        features = complex_to_real(h)
+        """Logits from decoder states ``h [..., d]`` (complex states read out as ``[Re h, Im h]``, or as
+        ``|h|^2`` per dimension with ``readout = "modulus-squared"``)."""
+        if self.config.readout == "modulus-squared":
+            features = h.real.square() + h.imag.square()  # smooth at h = 0, unlike |h|
+        else:
+            features = complex_to_real(h)
         if self.output is not None:
             return self.output(features)
         return F.linear(features, self.output_weight(), self.output_bias)
