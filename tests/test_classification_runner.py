@@ -935,3 +935,23 @@ def test_position_order_setting_reaches_the_transformer_keeps_old_hashes_and_is_
     with pytest.raises(ValueError, match=r"^\[cnn\] position_order must be 'forward' \(only the transformer chooses "
                                          r"its positions\), got 'from-end'$"):
         plan_units(cnn)
+
+
+def test_loss_setting_reaches_the_training_loop_keeps_old_hashes_and_is_checked(tmp_path, monkeypatch):
+    import complexorder.experiments.classification as runner
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["complex-order"], folds=[0])
+    (unit,) = plan_units(grid)
+    assert "loss" not in unit_config(grid, unit)["settings"]  # the default leaves the hashes as they were
+    other = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, loss="cross-entropy-of-probabilities"))
+    assert _hash(unit_config(other, unit)) != _hash(unit_config(grid, unit))
+    seen, train = [], runner.train_classifier
+    monkeypatch.setattr(runner, "train_classifier", lambda *a, **kw: seen.append(kw["loss"]) or train(*a, **kw))
+    (record,) = run_grid(other, progress=False, log=lambda *_: None)
+    assert seen == ["cross-entropy-of-probabilities"]
+    assert record["config"]["settings"]["loss"] == "cross-entropy-of-probabilities"
+    bad = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, loss="nll"))
+    with pytest.raises(ValueError, match=r"^\[fasttext\] loss must be one of 'cross-entropy', "
+                                         r"'cross-entropy-of-probabilities', got 'nll'$"):
+        plan_units(bad)

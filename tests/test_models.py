@@ -344,3 +344,41 @@ def test_transformer_position_order_errors_and_position_free_embeddings_ignore_i
         default = make("transformer", emb_name, dropout=0.0).eval()
         default.load_state_dict(from_end.state_dict())
         torch.testing.assert_close(from_end(tokens), default(tokens))
+
+
+def test_cross_entropy_of_probabilities_is_the_authors_second_softmax_written_out():
+    """loss = "cross-entropy-of-probabilities": -log softmax(softmax(z))_y, averaged (the authors' Transformer
+    classifier returns softmax(z) to nn.CrossEntropyLoss). With a learning rate of 1e-30 the weights stay put, so
+    the one epoch's recorded loss is the loss of the untrained model, computed here by hand."""
+    import math
+
+    import torch.nn.functional as F
+
+    data = word_order_task(48, seed=0)
+    losses = {}
+    for loss in ("cross-entropy", "cross-entropy-of-probabilities"):
+        model = make("fasttext", "complex-order", dropout=0.0)
+        result = train_classifier(model, data, None, epochs=1, batch_size=48, lr=1e-30, progress=False, loss=loss,
+                                  clip_norm=None)
+        losses[loss] = (result.history[0]["train_loss"], model)
+    model = losses["cross-entropy"][1]
+    model.eval()
+    tokens = torch.zeros(len(data), data.max_length(), dtype=torch.long)
+    for i, s in enumerate(data.sequences):
+        tokens[i, :len(s)] = s
+    with torch.no_grad():
+        z = model(tokens)
+    p = torch.exp(z) / torch.exp(z).sum(-1, keepdim=True)
+    y = torch.as_tensor(data.labels)
+    by_hand = {"cross-entropy": -torch.log(p[torch.arange(len(y)), y]).mean().item(),
+               "cross-entropy-of-probabilities": -torch.log(torch.exp(p)[torch.arange(len(y)), y]
+                                                            / torch.exp(p).sum(-1)).mean().item()}
+    assert abs(by_hand["cross-entropy"] - by_hand["cross-entropy-of-probabilities"]) > 0.01  # the test can tell them apart
+    for loss, (recorded, _) in losses.items():
+        assert math.isclose(recorded, by_hand[loss], rel_tol=1e-5), (loss, recorded, by_hand[loss])
+    # the bound: with two classes the second softmax never goes below log(1 + e^-1) = 0.3133
+    certain = F.cross_entropy(torch.tensor([[50.0, -50.0]]).softmax(-1), torch.tensor([0])).item()
+    assert math.isclose(certain, math.log(1 + math.exp(-1)), rel_tol=1e-6)
+    with pytest.raises(ValueError, match=r"^loss must be one of 'cross-entropy', 'cross-entropy-of-probabilities', "
+                                         r"got 'nll'$"):
+        train_classifier(model, data, None, epochs=1, batch_size=48, lr=1e-3, progress=False, loss="nll")

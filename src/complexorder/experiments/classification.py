@@ -36,7 +36,7 @@ from ..environment import cpu_info, resolve_device
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
-from .training import count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
+from .training import LOSSES, count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
            "build_model_from_config", "unit_key"]
@@ -66,6 +66,9 @@ class ModelSettings:
     ``"last"`` (the last token's state, every embedding); see :class:`~complexorder.models.TransformerClassifier`.
     ``position_order`` (Transformer only): ``"forward"`` (default, positions from each sentence's first token) or
     ``"from-end"`` (each sentence's last token at position 0, as the authors' Transformer classifier counts).
+    ``loss``: ``"cross-entropy"`` (default) or ``"cross-entropy-of-probabilities"`` (cross-entropy applied to the
+    softmax probabilities, i.e. a second softmax: what the authors' Transformer classifier trains; see
+    :func:`~complexorder.experiments.training.train_classifier`).
     """
 
     embedding_dim: int = 300
@@ -90,6 +93,7 @@ class ModelSettings:
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
     readout: str = "modulus-of-mean"  # transformer only: |mean z|, mean |z| (complex layers) or "last"
     position_order: str = "forward"  # transformer only: "from-end" puts each sentence's last token at position 0
+    loss: str = "cross-entropy"  # or "cross-entropy-of-probabilities" (the authors' Transformer classifier)
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -136,6 +140,8 @@ class ModelSettings:
             fail("position_order", f"one of {', '.join(map(repr, POSITION_ORDERS))}")
         if architecture not in (None, "transformer") and self.position_order != POSITION_ORDERS[0]:
             fail("position_order", f"{POSITION_ORDERS[0]!r} (only the transformer chooses its positions)")
+        if self.loss not in LOSSES:
+            fail("loss", f"one of {', '.join(map(repr, LOSSES))}")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -258,7 +264,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
 LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
-                  "readout": "modulus-of-mean", "position_order": "forward"}
+                  "readout": "modulus-of-mean", "position_order": "forward", "loss": "cross-entropy"}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:
@@ -390,7 +396,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
                               desc=f"{unit.dataset} {unit.model} {unit.variant.label} {unit.split}",
                               monitor=test,  # per-epoch test accuracy, recorded only (the authors' protocol)
                               frequency_lr_scale=settings.frequency_lr_scale,
-                              frequency_decay=settings.frequency_decay)
+                              frequency_decay=settings.frequency_decay, loss=settings.loss)
     test_acc = evaluate_accuracy(model, test, min_length=min_length)
     record = {
         "grid": grid.name, "dataset": unit.dataset, "model": unit.model, "variant": unit.variant.label,

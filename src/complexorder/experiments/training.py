@@ -22,12 +22,14 @@ from tqdm.auto import tqdm
 from ..data.batching import EncodedDataset, iterate_batches
 from ..errors import RunDirectoryBusy
 
-__all__ = ["TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
+__all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
            "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss",
            "run_directory_lock"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
+#: Classifier training losses (see :func:`train_classifier`): the first is the default.
+LOSSES = ("cross-entropy", "cross-entropy-of-probabilities")
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -271,7 +273,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
                      batch_size: int, lr: float, weight_decay: float = 0.0, seed: int = 0, patience: int | None = None,
                      min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
                      desc: str = "train", monitor: EncodedDataset | None = None,
-                     frequency_lr_scale: float = 1.0, frequency_decay: float = 0.0) -> TrainResult:
+                     frequency_lr_scale: float = 1.0, frequency_decay: float = 0.0,
+                     loss: str = "cross-entropy") -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
 
     Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
@@ -287,12 +290,22 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     :func:`decay_frequencies`), an extension not in the paper: a frequency that the loss does not keep pushing
     away from 0 decays back, with a half-life of ``ln 2 / (lr * frequency_lr_scale * frequency_decay)`` steps.
 
+    ``loss``: ``"cross-entropy"`` (default: ``-log softmax(z)_y`` of the model's logits ``z``) or
+    ``"cross-entropy-of-probabilities"`` (``-log softmax(softmax(z))_y``: what the authors' Transformer classifier
+    trains, whose model returns ``softmax(z)`` to ``nn.CrossEntropyLoss``, which applies its own softmax; an
+    option for reproducing it, not a recommendation). The second squashes the inputs of the loss into [0, 1], so
+    it never reaches 0 (two classes: at least ``log(1 + e^-1) = 0.313``) and keeps pushing every example. The
+    predictions (``argmax z``) are the same for both.
+
     ``monitor`` (e.g. the test split) is scored after every epoch and recorded in the history as
     ``monitor_accuracy``, for diagnostics only: it never influences the epoch that is kept or when
     training stops.
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive, got {epochs}")
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(map(repr, LOSSES))}, got {loss!r}")
+    squash = loss == "cross-entropy-of-probabilities"
     generator = torch.Generator().manual_seed(seed)
     device = device_of(model)
     optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale)
@@ -313,10 +326,11 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
         for tokens, labels in iterate_batches(train, batch_size, shuffle=True, generator=generator,
                                               min_length=min_length, bucket=bucket):
             tokens, labels = tokens.to(device), labels.to(device)
-            loss = F.cross_entropy(model(tokens), labels)
+            logits = model(tokens)
+            batch_loss = F.cross_entropy(logits.softmax(-1) if squash else logits, labels)
             for optimizer in optimizers:
                 optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            batch_loss.backward()
             if clip_norm:
                 nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None and not p.grad.is_sparse],
                                          clip_norm)
@@ -324,7 +338,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
                 optimizer.step()
             if decayed:
                 decay_frequencies(decayed, decay_factor)
-            total_loss += loss.item() * len(labels)
+            total_loss += batch_loss.item() * len(labels)
             seen += len(labels)
             bar.update(1)
             bar.set_postfix(epoch=epoch, loss=f"{total_loss / seen:.4f}")
