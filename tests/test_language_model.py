@@ -155,6 +155,22 @@ def test_complex_network_streams_memory_and_parameters(embedding):
     assert "network='complex'" in repr(model)
 
 
+@pytest.mark.parametrize("embedding", ["complex-vanilla", "complex-order"])
+def test_phase_dropout_reaches_the_lm_embedding_drops_in_training_only_and_is_checked(embedding):
+    model, plain = tiny(embedding, phase_dropout=0.3), tiny(embedding)
+    assert model.word_emb.phase_dropout == 0.3 and plain.word_emb.phase_dropout == 0.0
+    tokens = torch.randint(0, 27, (2, 6))
+    torch.testing.assert_close(model(tokens)[0], plain(tokens)[0])  # evaluation: no dropout
+    model.train()
+    torch.manual_seed(1)
+    assert not torch.allclose(model(tokens)[0], plain(tokens)[0])
+    with pytest.raises(ValueError, match=r"^model.phase_dropout applies to the complex embeddings only "
+                                         r"\('complex-vanilla', 'complex-order'\), got embedding 'tpe'$"):
+        tiny("tpe", phase_dropout=0.1)
+    with pytest.raises(ValueError, match=r"^model.phase_dropout must be a number in \[0, 1\)"):
+        tiny(embedding, phase_dropout=-0.1)
+
+
 def test_complex_network_config_errors():
     with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex embedding \('complex-vanilla' "
                                          r"or 'complex-order'\), got 'vanilla'$"):
@@ -841,3 +857,19 @@ def test_a_diverging_lm_loss_stops_training_with_an_error_naming_the_step(corpus
     with pytest.raises(FloatingPointError, match=r"^training diverged at step 1: the loss is nan \(no checkpoint was "
                                                  r"saved\); lower train.lr or raise train.warmup_steps$"):
         train_language_model(cfg, corpus, tmp_path / "run", progress=False, log=lambda m: None)
+
+
+def test_a_run_from_before_a_setting_existed_resumes_with_its_default(corpus, tmp_path):
+    """A checkpoint written before model.phase_dropout / model.attention_score existed lacks those keys; it had the
+    defaults, so resuming it with the same config is no 'other config' (a changed setting still is)."""
+    cfg = config_from_dict(TINY_RUN, LMConfig)
+    train_language_model(cfg, corpus, tmp_path / "old", stop_after=4, progress=False, log=lambda *_: None)
+    ck = torch.load(tmp_path / "old" / "last.pt", weights_only=True)
+    for key in ("phase_dropout", "attention_score"):
+        del ck["config"]["model"][key]
+    torch.save(ck, tmp_path / "old" / "last.pt")
+    summary = train_language_model(cfg, corpus, tmp_path / "old", resume=True, progress=False, log=lambda *_: None)
+    assert summary["steps"] == 12
+    other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "phase_dropout": 0.1}}, LMConfig)
+    with pytest.raises(ValueError, match=r"trained with model.phase_dropout=0.0, the config now says 0.1"):
+        train_language_model(other, corpus, tmp_path / "old", resume=True, progress=False)

@@ -685,6 +685,25 @@ def test_modulus_squared_readout_projects_the_squared_moduli_and_is_blind_to_the
     assert torch.isfinite(torch.view_as_real(z.grad)).all()
 
 
+@pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
+def test_phase_dropout_reaches_the_embedding_drops_in_training_only_and_is_checked(variant):
+    model = tiny(variant, phase_dropout=0.3)
+    plain = tiny(variant)  # the same weights (same seed, dropout draws no parameters)
+    assert model.src_embedding is model.tgt_embedding and model.src_embedding.phase_dropout == 0.3
+    src, tgt = sources(), torch.randint(4, V, (3, 6))
+    torch.testing.assert_close(model(src, tgt), plain(src, tgt))  # evaluation: no dropout
+    assert_causal_and_incremental(model)
+    model.train()
+    torch.manual_seed(1)
+    assert not torch.allclose(model(src, tgt), plain(src, tgt))  # training: phases dropped or stretched
+    with pytest.raises(ValueError, match=r"^model.phase_dropout applies to the complex variants only \(the 'vanilla' "
+                                         r"embedding has no phases\); got 0.1$"):
+        tiny("vanilla", phase_dropout=0.1)
+    with pytest.raises(ValueError, match=r"^model.phase_dropout must be a number in \[0, 1\) \(the probability of "
+                                         r"dropping a phase\), got 1.0$"):
+        tiny(variant, phase_dropout=1.0)
+
+
 def test_readout_setting_errors_are_one_line_and_name_the_setting():
     with pytest.raises(ValueError, match=r"^model.readout must be one of real-imag, modulus-squared; got 'modulus'$"):
         tiny("complex-order", readout="modulus")
@@ -757,7 +776,8 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(trained, t
     ck = torch.load(old / "last.pt", weights_only=True)
     config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=ck["progress"]["step"]))
     for section, key in (("train", "frequency_lr_scale"), ("model", "frequency_sharing"), ("model", "attention_score"),
-                         ("model", "network"), ("model", "initial_phase"), ("model", "readout")):
+                         ("model", "network"), ("model", "initial_phase"), ("model", "readout"),
+                         ("model", "phase_dropout")):
         del ck["config"][section][key]
     torch.save(ck, old / "last.pt")
     again = train_translation(config, old, toy_data, progress=False, log=lambda m: None)

@@ -107,10 +107,10 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
     return out
 
 
-def _check_phase_dropout(phase_dropout: float) -> float:
+def _check_phase_dropout(phase_dropout: float, name: str = "phase_dropout") -> float:
     """A probability in ``[0, 1)`` (an int or float, not a bool), returned as a float."""
     if isinstance(phase_dropout, bool) or not isinstance(phase_dropout, (int, float)) or not 0 <= phase_dropout < 1:
-        raise ValueError(f"phase_dropout must be a number in [0, 1) (the probability of dropping a phase), "
+        raise ValueError(f"{name} must be a number in [0, 1) (the probability of dropping a phase), "
                          f"got {phase_dropout!r}")
     return float(phase_dropout)
 

@@ -207,6 +207,8 @@ RESUMABLE_CHANGES = frozenset({"train.log_interval", "train.checkpoint_interval"
 
 
 def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
+    # a checkpoint written before a setting existed had that setting's default: fill it in
+    saved = config_to_dict(config_from_dict(saved, LMConfig, where=f"{path} config"))
     now = config_to_dict(cfg)
     for section in ("model", "train"):
         for key, value in now[section].items():

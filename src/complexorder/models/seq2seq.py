@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import _check_phase_dropout, build_embedding, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
 
@@ -94,6 +94,10 @@ class Seq2SeqConfig:
             ``FreedomIntelligence/complex-order``, ``TRANSLATION/transformer/Models.py``). With
             ``tie_output`` the latter's output matrix is ``|f(j, 0)|`` (the amplitudes' moduli). Complex
             network only (a real network's state has no phases).
+        phase_dropout: in training, inverted dropout on the embedding's phases (``omega_j pos`` for
+            ``"complex-order"``, ``theta_j`` for ``"complex-vanilla"``; see
+            :class:`~complexorder.embeddings.ComplexOrderEmbedding`), as the authors' classifier does at 0.1;
+            0 (the default) is none. Complex variants only.
     """
 
     variant: Literal["vanilla", "complex-vanilla", "complex-order"] = "complex-order"
@@ -115,6 +119,7 @@ class Seq2SeqConfig:
     attention_score: Literal["modulus", "real", "bilinear"] = "modulus"
     network: Literal["complex", "real"] | None = None
     readout: Literal["real-imag", "modulus-squared"] = "real-imag"
+    phase_dropout: float = 0.0
 
 
 READOUTS = ("real-imag", "modulus-squared")
@@ -239,9 +244,15 @@ class TransformerSeq2Seq(nn.Module):
         if config.initial_phase and config.variant != "complex-order":
             raise ValueError(f"model.initial_phase applies to the complex-order variant only "
                              f"(complex-vanilla always has a phase per word); got variant {config.variant!r}")
+        _check_phase_dropout(config.phase_dropout, "model.phase_dropout")
+        if config.phase_dropout and not self.complex_embedding:
+            raise ValueError(f"model.phase_dropout applies to the complex variants only (the 'vanilla' embedding has "
+                             f"no phases); got {config.phase_dropout!r}")
         options = ({"frequency_init": config.frequency_init, "frequency_sharing": config.frequency_sharing,
                     "initial_phase": config.initial_phase}
                    if config.variant == "complex-order" else {})
+        if config.phase_dropout:
+            options["phase_dropout"] = config.phase_dropout
         name = _EMBEDDING_OF[config.variant]
         self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
         self.tgt_embedding = (self.src_embedding if config.share_embeddings

@@ -97,7 +97,7 @@ import torch
 from torch import Tensor, nn
 
 from ..config import check_number
-from ..embeddings import build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import _check_phase_dropout, build_embedding, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
            "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
@@ -141,6 +141,7 @@ class TransformerXLConfig:
     position_scale: float | None = None  # embedding="tpe": factor of the sinusoids; None: sqrt(2) init_std
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
+    phase_dropout: float = 0.0  # complex embeddings only: dropout on the phases in training (see the embeddings)
 
 
 def check_config(cfg: TransformerXLConfig) -> None:
@@ -170,6 +171,10 @@ def check_config(cfg: TransformerXLConfig) -> None:
     if cfg.network == "complex" and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
                          f"got {cfg.embedding!r}")
+    _check_phase_dropout(cfg.phase_dropout, "model.phase_dropout")
+    if cfg.phase_dropout and cfg.embedding in REAL_EMBEDDINGS:
+        raise ValueError(f"model.phase_dropout applies to the complex embeddings only ('complex-vanilla', "
+                         f"'complex-order'), got embedding {cfg.embedding!r}")
     if cfg.embedding == "pe" and cfg.max_positions <= 0:
         raise ValueError(f"model.max_positions must be positive, got {cfg.max_positions}")
     if cfg.position_scale is not None and not (cfg.embedding == "tpe" and math.isfinite(cfg.position_scale)
@@ -409,6 +414,8 @@ class TransformerXL(nn.Module):
         options = {"complex-order": {"frequency_init": config.frequency_init},
                    "pe": {"max_positions": config.max_positions},
                    "tpe": {"position_scale": position_scale}}.get(config.embedding, {})
+        if config.phase_dropout:
+            options = {**options, "phase_dropout": config.phase_dropout}
         self.complex_network = config.network == "complex"
         if self.complex_network:
             d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
