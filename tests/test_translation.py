@@ -642,10 +642,11 @@ def test_initial_phase_adds_theta_to_complex_order_and_keeps_the_decoder_causal_
 
 
 @pytest.mark.parametrize("variant", ["complex-vanilla", "complex-order"])
-def test_real_attention_score_keeps_the_decoder_causal_and_incremental(variant):
-    model = tiny(variant, attention_score="real")
+@pytest.mark.parametrize("score", ["real", "bilinear"])
+def test_other_attention_scores_keep_the_decoder_causal_and_incremental(variant, score):
+    model = tiny(variant, attention_score=score)
     layer = model.decoder_layers[0]
-    assert layer.self_attn.score == layer.cross_attn.score == model.encoder_layers[0].self_attn.score == "real"
+    assert layer.self_attn.score == layer.cross_attn.score == model.encoder_layers[0].self_attn.score == score
     src, tgt, a, memory = assert_causal_and_incremental(model)
     # the paper's modulus gives other logits from the same weights
     modulus = tiny(variant)
