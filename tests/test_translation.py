@@ -705,6 +705,20 @@ def test_phase_dropout_reaches_the_embedding_drops_in_training_only_and_is_check
         tiny(variant, phase_dropout=1.0)
 
 
+def test_a_tied_output_matrix_never_drops_phases_and_leaves_the_embedding_in_its_mode():
+    """With phase dropout and a tied output, the output matrix is f(j, 0) exactly, also in training (complex-vanilla:
+    r_j e^{i theta_j}, whose phases dropout would otherwise drop or stretch at every call)."""
+    model = tiny("complex-vanilla", tie_output=True, phase_dropout=0.5).train()
+    emb = model.tgt_embedding
+    exact = torch.complex(emb.amplitude * torch.cos(emb.phase), emb.amplitude * torch.sin(emb.phase))
+    assert torch.any(emb.phase != 0)
+    for _ in range(3):
+        torch.testing.assert_close(model.output_weight(), torch.cat((exact.real, exact.imag), -1))
+        assert emb.training  # restored
+    model.output_weight().sum().backward()
+    assert emb.amplitude.grad is not None and emb.phase.grad is not None  # still trained through the projection
+
+
 def test_readout_setting_errors_are_one_line_and_name_the_setting():
     with pytest.raises(ValueError, match=r"^model.readout must be one of real-imag, modulus-squared; got 'modulus'$"):
         tiny("complex-order", readout="modulus")
@@ -939,6 +953,13 @@ def test_average_refuses_checkpoints_of_other_configs_and_load_refuses_weights_t
     with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(str(tmp_path / 'other.pt'))} does not fit a "
                                          r"'complex-order' model: size mismatch for "):
         load_translator(tmp_path / "other.pt")
+    # a checkpoint written before a setting existed had its default: it averages with one that records it
+    model = {k: v for k, v in last["config"]["model"].items() if k not in ("readout", "phase_dropout", "network")}
+    save_checkpoint(tmp_path / "older.pt", "translation", last["model_state"], {**last["config"], "model": model},
+                    **{k: v for k, v in last.items() if k not in ("kind", "model_state", "config", "format", "version")})
+    average_checkpoints([run_dir / "last.pt", tmp_path / "older.pt"], tmp_path / "avg.pt")
+    averaged = load_checkpoint(tmp_path / "avg.pt", "translation")["model_state"]
+    assert all(torch.allclose(averaged[k].float(), v.float()) for k, v in last["model_state"].items())
 
 
 def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(shared_data, tmp_path):

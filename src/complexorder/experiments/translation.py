@@ -515,11 +515,15 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     """Average the weights of translation checkpoints of one run (same config) into ``output``."""
     if not paths:
         raise ValueError("no checkpoints to average")
+    def full_config(ck: dict, path) -> dict:  # a setting a checkpoint predates had its default: fill it in
+        return config_to_dict(config_from_dict(ck["config"], TranslationConfig, where=f"{path} config"))
+
     first = load_checkpoint(paths[0], CHECKPOINT_KIND)
+    first_config = full_config(first, paths[0])
     sums = {k: v.double().clone() for k, v in first["model_state"].items()}
     for path in paths[1:]:
         ck = load_checkpoint(path, CHECKPOINT_KIND)
-        diffs = _config_differences(first["config"], ck["config"], ignore=RESUMABLE_CHANGES)
+        diffs = _config_differences(first_config, full_config(ck, path), ignore=RESUMABLE_CHANGES)
         if diffs:
             raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({diffs[0]})")
         if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):

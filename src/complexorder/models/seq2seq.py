@@ -64,7 +64,8 @@ class Seq2SeqConfig:
             the complex variants).
         share_embeddings: one embedding table for source and target (needs a joint vocabulary).
         tie_output: use the target embedding as the output projection (``vanilla``: the word
-            table; complex: ``[Re f(j, 0), Im f(j, 0)]``, the embedding at position 0).
+            table; complex: ``[Re f(j, 0), Im f(j, 0)]``, the embedding at position 0, or ``|f(j, 0)|`` with
+            ``readout = "modulus-squared"``; never with phase dropout).
         scale_embedding: word tables (amplitudes) start at ``N(0, 1/d_model)`` and are scaled by
             ``sqrt(d_model)``; otherwise ``N(0, 1)`` and unscaled.
         frequency_init: initial frequencies of ``"complex-order"`` (see
@@ -94,8 +95,8 @@ class Seq2SeqConfig:
             ``FreedomIntelligence/complex-order``, ``TRANSLATION/transformer/Models.py``). With
             ``tie_output`` the latter's output matrix is ``|f(j, 0)|`` (the amplitudes' moduli). Complex
             network only (a real network's state has no phases).
-        phase_dropout: in training, inverted dropout on the embedding's phases (``omega_j pos`` for
-            ``"complex-order"``, ``theta_j`` for ``"complex-vanilla"``; see
+        phase_dropout: in training, inverted dropout on the embedding's phases (``omega_j pos``, plus ``theta_j``
+            with ``initial_phase``, for ``"complex-order"``; ``theta_j`` for ``"complex-vanilla"``; see
             :class:`~complexorder.embeddings.ComplexOrderEmbedding`), as the authors' classifier does at 0.1;
             0 (the default) is none. Complex variants only.
     """
@@ -317,7 +318,12 @@ class TransformerSeq2Seq(nn.Module):
         if not self.complex_embedding:
             return emb.weight
         ids = torch.arange(emb.num_embeddings, device=self.output_bias.device)
-        table = emb(ids, torch.zeros_like(ids))
+        was_training = emb.training
+        emb.train(False)  # the output matrix is f(j, 0) itself: no phase dropout on it (gradients still flow)
+        try:
+            table = emb(ids, torch.zeros_like(ids))
+        finally:
+            emb.train(was_training)
         return table.abs() if self.config.readout == "modulus-squared" else complex_to_real(table)
 
     def project(self, h: Tensor) -> Tensor:
