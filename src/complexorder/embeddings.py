@@ -107,7 +107,7 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
     return out
 
 
-def _check_phase_dropout(phase_dropout: float, name: str = "phase_dropout") -> float:
+def check_phase_dropout(phase_dropout: float, name: str = "phase_dropout") -> float:
     """A probability in ``[0, 1)`` (an int or float, not a bool), returned as a float."""
     if isinstance(phase_dropout, bool) or not isinstance(phase_dropout, (int, float)) or not 0 <= phase_dropout < 1:
         raise ValueError(f"{name} must be a number in [0, 1) (the probability of dropping a phase), "
@@ -473,7 +473,7 @@ class ComplexOrderEmbedding(nn.Module):
                  first_position: int = 0, phase_dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
-        self.phase_dropout = _check_phase_dropout(phase_dropout)
+        self.phase_dropout = check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
                              f"got {first_position!r}")
@@ -650,7 +650,7 @@ class ComplexVanillaEmbedding(nn.Module):
                  device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
-        self.phase_dropout = _check_phase_dropout(phase_dropout)
+        self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..embeddings import _check_phase_dropout, build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
 
@@ -245,7 +245,7 @@ class TransformerSeq2Seq(nn.Module):
         if config.initial_phase and config.variant != "complex-order":
             raise ValueError(f"model.initial_phase applies to the complex-order variant only "
                              f"(complex-vanilla always has a phase per word); got variant {config.variant!r}")
-        _check_phase_dropout(config.phase_dropout, "model.phase_dropout")
+        check_phase_dropout(config.phase_dropout, "model.phase_dropout")
         if config.phase_dropout and not self.complex_embedding:
             raise ValueError(f"model.phase_dropout applies to the complex variants only (the 'vanilla' embedding has "
                              f"no phases); got {config.phase_dropout!r}")

@@ -97,7 +97,7 @@ import torch
 from torch import Tensor, nn
 
 from ..config import check_number
-from ..embeddings import _check_phase_dropout, build_embedding, complex_to_real, sinusoidal_position_encoding
+from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
            "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
@@ -171,7 +171,7 @@ def check_config(cfg: TransformerXLConfig) -> None:
     if cfg.network == "complex" and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
                          f"got {cfg.embedding!r}")
-    _check_phase_dropout(cfg.phase_dropout, "model.phase_dropout")
+    check_phase_dropout(cfg.phase_dropout, "model.phase_dropout")
     if cfg.phase_dropout and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError(f"model.phase_dropout applies to the complex embeddings only ('complex-vanilla', "
                          f"'complex-order'), got embedding {cfg.embedding!r}")
