@@ -937,6 +937,46 @@ def test_position_order_setting_reaches_the_transformer_keeps_old_hashes_and_is_
         plan_units(cnn)
 
 
+def test_fixed_length_setting_builds_the_unmasked_model_keeps_old_hashes_and_is_checked(tmp_path):
+    """[transformer] fixed_length: the embedding gets no padding_idx (a learned <pad>), the model pads to the length
+    and trains end to end; 0 (the default) leaves old hashes; a data set with a longer sentence is refused before
+    anything trains, naming the setting, the data set and its longest sentence."""
+    from complexorder.data.classification import load_dataset
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["transformer"], embeddings=["complex-order"], folds=[0])
+    (unit,) = plan_units(grid)
+    assert "fixed_length" not in unit_config(grid, unit)["settings"]  # the default leaves the hashes as they were
+    longest = load_dataset("MR", tmp_path).max_length()
+    other = dataclasses.replace(grid, transformer=dataclasses.replace(
+        grid.transformer, fixed_length=longest + 2, readout="last", position_order="from-end"))
+    config = unit_config(other, unit)
+    assert config["settings"]["fixed_length"] == longest + 2 and _hash(config) != _hash(unit_config(grid, unit))
+    model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=4)
+    assert model.fixed_length == longest + 2 and model.embedding.padding_idx is None
+    pe = build_model_from_config({**config, "embedding": "pe"}, vocab_size=30, num_classes=2, max_positions=4)
+    assert pe.embedding.max_positions == longest + 2  # position tables cover every slot
+    (record,) = run_grid(other, progress=False, log=lambda *_: None)
+    assert record["config"]["settings"]["fixed_length"] == longest + 2 and 0 <= record["test_accuracy"] <= 1
+    short = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, fixed_length=longest - 1),
+                                results=str(tmp_path / "short.jsonl"))
+    with pytest.raises(ValueError, match=rf"^\[transformer\] fixed_length {longest - 1} is shorter than the longest "
+                                         rf"sentence of MR \({longest} tokens\); set it to at least that \(sentences "
+                                         r"are never truncated\)$"):
+        run_grid(short, progress=False, log=lambda *_: None)
+    assert not (tmp_path / "short.jsonl").exists()
+    for bad in (-1, 2.5):
+        wrong = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, fixed_length=bad))
+        with pytest.raises(ValueError, match=rf"^\[transformer\] fixed_length must be an integer >= 0 \(0: off; L: "
+                                             rf"every sentence padded to L tokens\), got {bad!r}$"):
+            plan_units(wrong)
+    cnn = dataclasses.replace(grid, models=["cnn"])
+    cnn = dataclasses.replace(cnn, cnn=dataclasses.replace(cnn.cnn, fixed_length=40))
+    with pytest.raises(ValueError, match=r"^\[cnn\] fixed_length must be 0 \(only the transformer pads to a fixed "
+                                         r"length\), got 40$"):
+        plan_units(cnn)
+
+
 def test_loss_setting_reaches_the_training_loop_keeps_old_hashes_and_is_checked(tmp_path, monkeypatch):
     import complexorder.experiments.classification as runner
     from complexorder.experiments.classification import _hash, plan_units, unit_config

@@ -346,6 +346,52 @@ def test_transformer_position_order_errors_and_position_free_embeddings_ignore_i
         torch.testing.assert_close(from_end(tokens), default(tokens))
 
 
+def make_unmasked(emb_name, dim=8, vocab=24, **kw):
+    """A Transformer classifier whose embedding has no padding_idx (the padding token is a learned word)."""
+    torch.manual_seed(0)
+    emb = co.build_embedding(emb_name, vocab, dim, padding_idx=None, max_positions=32)
+    return build_classifier("transformer", emb, 3, **{**SMALL["transformer"], "dropout": 0.0, **kw})
+
+
+@pytest.mark.parametrize("emb_name", ["complex-order", "complex-vanilla", "tpe"])
+def test_fixed_length_is_the_authors_padded_input_written_out(emb_name):
+    """fixed_length=L (the authors' torchtext fix_length): a sentence right-padded with id 0 to exactly L slots, the
+    padding a learned word attended to without a mask, positions L - 1, ..., 0 over the slots with "from-end", and
+    "last" reading slot L - 1. Written out: the embedding of the padded row at those positions, the encoder layer
+    without a mask, the modulus of the last slot's state, the output layer."""
+    L = 7
+    tokens = torch.tensor([[5, 7, 9, 11], [4, 6, 0, 0]])  # the second row already carries two pads of its batch
+    model = make_unmasked(emb_name, fixed_length=L, readout="last", position_order="from-end").eval()
+    assert f"fixed_length={L}" in repr(model)
+    padded = torch.tensor([[5, 7, 9, 11, 0, 0, 0], [4, 6, 0, 0, 0, 0, 0]])
+    with torch.no_grad():
+        x = model.embedding(padded, torch.arange(L - 1, -1, -1).expand(2, L))  # dropout: identity in eval
+        for layer in model.layers:
+            x = layer(x, src_key_padding_mask=torch.zeros(2, L, dtype=torch.bool))
+        last = x[:, L - 1]
+        expected = model.output(last.abs() if last.is_complex() else last)
+        torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(model(padded), expected, atol=1e-5, rtol=1e-5)  # already L long: the same
+        # the padding is attended to: a different learned <pad> row changes the sentence's output
+        table = model.embedding.weight if emb_name == "tpe" else model.embedding.amplitude
+        table[0] += 0.5
+        assert not torch.allclose(model(tokens), expected, atol=1e-4)
+
+
+def test_fixed_length_errors():
+    with pytest.raises(ValueError, match=r"^fixed_length needs an embedding without padding_idx \(the padding token is "
+                                         r"a learned word every position attends to\); ComplexOrderEmbedding has "
+                                         r"padding_idx=0$"):
+        make("transformer", "complex-order", fixed_length=5)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match=rf"^fixed_length must be None or a positive integer, got {bad!r}$"):
+            make_unmasked("complex-order", fixed_length=bad)
+    model = make_unmasked("complex-order", fixed_length=4)
+    with pytest.raises(ValueError, match=r"^TransformerClassifier: tokens of length 5 exceed fixed_length 4 \(sentences "
+                                         r"are never truncated; raise fixed_length\)$"):
+        model(torch.ones(2, 5, dtype=torch.long))
+
+
 def test_cross_entropy_of_probabilities_is_the_authors_second_softmax_written_out():
     """loss = "cross-entropy-of-probabilities": -log softmax(softmax(z))_y, averaged (the authors' Transformer
     classifier returns softmax(z) to nn.CrossEntropyLoss). With a learning rate of 1e-30 the weights stay put, so

@@ -65,10 +65,16 @@ class ModelSettings:
     ``|mean_t z_t|``), ``"mean-of-modulus"`` (``mean_t |z_t|``; complex layers, real ones take the mean) or
     ``"last"`` (the last token's state, every embedding); see :class:`~complexorder.models.TransformerClassifier`.
     ``position_order`` (Transformer only): ``"forward"`` (default, positions from each sentence's first token) or
-    ``"from-end"`` (each sentence's last token at position 0, as the authors' Transformer classifier counts).
+    ``"from-end"`` (each sentence's last token at position 0; the authors' Transformer classifier counts from the last
+    of its 53 padded slots, which is ``"from-end"`` with ``fixed_length = 53``).
     ``loss``: ``"cross-entropy"`` (default) or ``"cross-entropy-of-probabilities"`` (cross-entropy applied to the
     softmax probabilities, i.e. a second softmax: what the authors' Transformer classifier trains; see
     :func:`~complexorder.experiments.training.train_classifier`).
+    ``fixed_length`` (Transformer only; 0, the default, is off): the authors' Transformer classifier's input
+    (torchtext ``fix_length = 53``): every sentence right-padded to exactly this many tokens with ``<pad>``, which is
+    then a learned word (the embedding gets no ``padding_idx``) that every position attends to, without a mask; with
+    ``readout = "last"`` and ``position_order = "from-end"`` the state of slot ``fixed_length - 1`` (position 0) is read
+    out, as theirs. A data set with a longer sentence is refused before any training (nothing is truncated).
     """
 
     embedding_dim: int = 300
@@ -94,6 +100,7 @@ class ModelSettings:
     readout: str = "modulus-of-mean"  # transformer only: |mean z|, mean |z| (complex layers) or "last"
     position_order: str = "forward"  # transformer only: "from-end" puts each sentence's last token at position 0
     loss: str = "cross-entropy"  # or "cross-entropy-of-probabilities" (the authors' Transformer classifier)
+    fixed_length: int = 0  # transformer only: > 0 pads every sentence to it with a learned, unmasked <pad>
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -142,6 +149,11 @@ class ModelSettings:
             fail("position_order", f"{POSITION_ORDERS[0]!r} (only the transformer chooses its positions)")
         if self.loss not in LOSSES:
             fail("loss", f"one of {', '.join(map(repr, LOSSES))}")
+        length = self.fixed_length
+        if not (isinstance(length, int) and not isinstance(length, bool) and length >= 0):
+            fail("fixed_length", "an integer >= 0 (0: off; L: every sentence padded to L tokens)")
+        if architecture not in (None, "transformer") and self.fixed_length:
+            fail("fixed_length", "0 (only the transformer pads to a fixed length)")
 
     def model_options(self, architecture: str, share_weights: bool) -> dict[str, Any]:
         if architecture == "fasttext":
@@ -153,7 +165,8 @@ class ModelSettings:
             return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
                 "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
-                "network": self.network, "readout": self.readout, "position_order": self.position_order}
+                "network": self.network, "readout": self.readout, "position_order": self.position_order,
+                "fixed_length": self.fixed_length or None}
 
 
 @dataclass
@@ -264,7 +277,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
 LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
-                  "readout": "modulus-of-mean", "position_order": "forward", "loss": "cross-entropy"}
+                  "readout": "modulus-of-mean", "position_order": "forward", "loss": "cross-entropy", "fixed_length": 0}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:
@@ -296,8 +309,10 @@ def build_model_from_config(config: dict, vocab_size: int, num_classes: int, max
                             pretrained: torch.Tensor | None = None) -> torch.nn.Module:
     """The classifier a unit config describes (used by training and by ``complexorder inspect``)."""
     settings = config["settings"]
-    embedding = build_embedding(config["embedding"], vocab_size, settings["embedding_dim"], padding_idx=0,
-                                pretrained=pretrained, max_positions=max_positions,
+    fixed_length = settings.get("fixed_length", 0)  # the authors' input: <pad> is a learned, unmasked word
+    embedding = build_embedding(config["embedding"], vocab_size, settings["embedding_dim"],
+                                padding_idx=None if fixed_length else 0, pretrained=pretrained,
+                                max_positions=max(max_positions, fixed_length),
                                 sparse=settings.get("sparse_embeddings", False), **config["embedding_options"])
     options = ModelSettings(**{k: (tuple(v) if k == "filter_sizes" else v) for k, v in settings.items()})
     return build_classifier(config["model"], embedding, num_classes,
@@ -447,6 +462,12 @@ def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
     unit trains: a missing or malformed file is found now, not after hours of other units."""
     for name in dict.fromkeys(u.dataset for u in todo):
         cache.dataset(name)
+    for unit in todo:
+        cap = getattr(grid, unit.model).fixed_length
+        if cap and cache.dataset(unit.dataset).max_length() > cap:
+            raise ValueError(f"[{unit.model}] fixed_length {cap} is shorter than the longest sentence of "
+                             f"{unit.dataset} ({cache.dataset(unit.dataset).max_length()} tokens); set it to at least "
+                             f"that (sentences are never truncated)")
     dims = {getattr(grid, u.model).embedding_dim for u in todo if getattr(grid, u.model).pretrained}
     if dims and grid.vectors:
         found = vectors_dimension(grid.vectors, grid.vectors_format)

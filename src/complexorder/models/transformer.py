@@ -17,7 +17,8 @@ NETWORKS = ("auto", "complex", "real")
 #: the mean of their moduli, or the state of each sentence's last token (the authors' code reads one position).
 READOUTS = ("modulus-of-mean", "mean-of-modulus", "last")
 #: Which positions the embedding sees: ``0, 1, ..., L - 1`` from each sentence's first token (the embedding's
-#: default), or counted back from each sentence's last token, which is at 0 (the authors' Transformer classifier).
+#: default), or counted back from each sentence's last token, which is at 0 (with ``fixed_length``: from the last slot,
+#: as the authors' Transformer classifier counts over its fixed 53 slots).
 POSITION_ORDERS = ("forward", "from-end")
 
 
@@ -54,15 +55,24 @@ class TransformerClassifier(nn.Module):
             layers; real layers too). The paper does not say which its Transformer classifier used; the
             authors' code reads the state at the last position of sentences padded to a fixed length
             (``encoded_sents[:, -1, :]``, a padding token for most sentences, attending to every position
-            without a mask), which ``"last"`` approximates without reading padding. Real layers (real
+            without a mask), which ``"last"`` approximates without reading padding, and reproduces with
+            ``fixed_length``. Real layers (real
             embeddings, ``network="real"``) have no modulus: ``"mean-of-modulus"`` is their mean, as the
             default is, and they ignore ``attention_score``.
         position_order: ``"forward"`` (default: the embedding's own positions, ``0, 1, ..., L - 1`` from the
             first token) or ``"from-end"``: each sentence's tokens at ``n - 1, ..., 1, 0`` for its ``n``
             non-padding tokens, so the last token is at 0 whatever the padding (padding tokens at 0). The
-            authors' Transformer classifier counts positions from the end (``torch.arange(klen - 1, -1, -1)``
-            over sentences padded to the batch's length). Every embedding receives these positions;
+            authors' Transformer classifier counts positions from the end (``torch.arange(klen - 1, -1, -1)``),
+            but over sentences padded to a fixed 53 tokens, so their last *slot* is at 0 and the first word at
+            52: that is ``"from-end"`` with ``fixed_length=53``. Every embedding receives these positions;
             position-free ones (``"none"``, ``"complex-vanilla"``) ignore them.
+        fixed_length: ``None`` (default: batches padded to their longest sentence, padding masked out) or
+            ``L``: the authors' input (torchtext ``fix_length``): every sentence right-padded to exactly ``L``
+            tokens with the padding token id 0, which is then a learned word that every position attends to,
+            with no mask (the embedding must have no ``padding_idx``; ``build_model_from_config`` builds it so).
+            ``"last"`` then reads slot ``L - 1`` (a padding token for every sentence shorter than ``L``),
+            ``"from-end"`` counts ``L - 1, ..., 0`` over the slots, and the mean read-outs average all ``L``
+            slots. A batch longer than ``L`` is refused (nothing is truncated).
 
     Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
 
@@ -83,9 +93,17 @@ class TransformerClassifier(nn.Module):
     def __init__(self, embedding: nn.Module, num_classes: int, nhead: int = 8, dim_feedforward: int = 512,
                  num_layers: int = 1, dropout: float = 0.1, share_weights: bool = False,
                  attention_score: str = "modulus", network: str = "auto", readout: str = "modulus-of-mean",
-                 position_order: str = "forward") -> None:
+                 position_order: str = "forward", fixed_length: int | None = None) -> None:
         super().__init__()
         check_embedding(embedding, "TransformerClassifier")
+        if fixed_length is not None:
+            if not (isinstance(fixed_length, int) and not isinstance(fixed_length, bool) and fixed_length > 0):
+                raise ValueError(f"fixed_length must be None or a positive integer, got {fixed_length!r}")
+            if getattr(embedding, "padding_idx", None) is not None:
+                raise ValueError(f"fixed_length needs an embedding without padding_idx (the padding token is a learned "
+                                 f"word every position attends to); {type(embedding).__name__} has padding_idx="
+                                 f"{embedding.padding_idx}")
+        self.fixed_length = fixed_length
         if position_order not in POSITION_ORDERS:
             raise ValueError(f"position_order must be one of {', '.join(map(repr, POSITION_ORDERS))}, "
                              f"got {position_order!r}")
@@ -116,6 +134,11 @@ class TransformerClassifier(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "TransformerClassifier")
+        if self.fixed_length is not None:  # the authors' input: right-padded with id 0 to fixed_length, no mask
+            if tokens.shape[1] > self.fixed_length:
+                raise ValueError(f"TransformerClassifier: tokens of length {tokens.shape[1]} exceed fixed_length "
+                                 f"{self.fixed_length} (sentences are never truncated; raise fixed_length)")
+            tokens = nn.functional.pad(tokens, (0, self.fixed_length - tokens.shape[1]), value=0)
         mask = padding_mask(tokens, self.embedding)
         if self.position_order == "from-end":  # n - 1, ..., 0 over each row's n real tokens; padding at 0
             steps = torch.arange(tokens.shape[1], device=tokens.device)
@@ -141,4 +164,5 @@ class TransformerClassifier(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"network={self.network!r}" + (f", readout={self.readout!r}" if self.readout != READOUTS[0] else "")
-                + (f", position_order={self.position_order!r}" if self.position_order != POSITION_ORDERS[0] else ""))
+                + (f", position_order={self.position_order!r}" if self.position_order != POSITION_ORDERS[0] else "")
+                + (f", fixed_length={self.fixed_length}" if self.fixed_length is not None else ""))
