@@ -372,10 +372,12 @@ def test_fixed_length_is_the_authors_padded_input_written_out(emb_name):
         expected = model.output(last.abs() if last.is_complex() else last)
         torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(model(padded), expected, atol=1e-5, rtol=1e-5)  # already L long: the same
-        # the padding is attended to: a different learned <pad> row changes the sentence's output
-        table = model.embedding.weight if emb_name == "tpe" else model.embedding.amplitude
-        table[0] += 0.5
-        assert not torch.allclose(model(tokens), expected, atol=1e-4)
+        # the same computation with the padding masked out as keys differs: the model attends to its <pad> slots
+        x = model.embedding(padded, torch.arange(L - 1, -1, -1).expand(2, L))
+        for layer in model.layers:
+            x = layer(x, src_key_padding_mask=padded == 0)
+        last = x[:, L - 1]
+        assert not torch.allclose(model.output(last.abs() if last.is_complex() else last), expected, atol=1e-4)
 
 
 def test_fixed_length_errors():
