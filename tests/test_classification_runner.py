@@ -614,7 +614,7 @@ def test_network_setting_reaches_the_transformer_keeps_old_hashes_and_is_checked
         assert model.network == "real" and type(model.layers[0]) is torch.nn.TransformerEncoderLayer
     bad = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, network="both"))
     with pytest.raises(ValueError, match=r"^\[transformer\] network must be one of 'auto', 'complex', 'real', "
-                                         r"got 'both'$"):
+                                         r"'authors', got 'both'$"):
         plan_units(bad)
     cplx = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, network="complex"))
     with pytest.raises(ValueError, match=r"^\[transformer\] network = 'complex' needs complex embeddings; "

@@ -228,7 +228,7 @@ def test_transformer_real_network_reads_re_and_im_by_hand_with_the_real_baseline
 
 
 def test_transformer_network_errors_are_one_line_and_name_the_setting():
-    with pytest.raises(ValueError, match=r"^network must be one of 'auto', 'complex', 'real', got 'both'$"):
+    with pytest.raises(ValueError, match=r"^network must be one of 'auto', 'complex', 'real', 'authors', got 'both'$"):
         make("transformer", "complex-order", network="both")
     with pytest.raises(ValueError, match=r"^network='complex' needs a complex embedding; SinusoidalPositionalEmbedding is real$"):
         make("transformer", "tpe", network="complex")

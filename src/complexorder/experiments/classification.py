@@ -96,7 +96,8 @@ class ModelSettings:
     frequency_lr_scale: float = 1.0
     frequency_decay: float = 0.0
     attention_score: str = "modulus"
-    network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers
+    network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers;
+    # "authors": the layers of the authors' released Transformer classifier
     readout: str = "modulus-of-mean"  # transformer only: |mean z|, mean |z| (complex layers) or "last"
     position_order: str = "forward"  # transformer only: "from-end" puts each sentence's last token at position 0
     loss: str = "cross-entropy"  # or "cross-entropy-of-probabilities" (the authors' Transformer classifier)
@@ -143,6 +144,9 @@ class ModelSettings:
             fail("readout", f"one of {', '.join(map(repr, READOUTS))}")
         if architecture not in (None, "transformer") and self.readout != READOUTS[0]:
             fail("readout", f"{READOUTS[0]!r} (only the transformer chooses its read-out)")
+        if self.network == "authors" and self.readout != "last":
+            fail("readout", "'last' with network = 'authors' (it reads [Re h, Im h] of one position, as the authors' "
+                 "code)")
         if self.position_order not in POSITION_ORDERS:
             fail("position_order", f"one of {', '.join(map(repr, POSITION_ORDERS))}")
         if architecture not in (None, "transformer") and self.position_order != POSITION_ORDERS[0]:
@@ -229,11 +233,16 @@ class GridConfig:
             raise ValueError(f"vectors_format must be one of {', '.join(VECTOR_FORMATS)}, got {self.vectors_format!r}")
         for name in self.models:
             getattr(self, name).validate(f"[{name}]", name)
-            if getattr(self, name).network == "complex":
+            network = getattr(self, name).network
+            if network in ("complex", "authors"):
                 for v in self.resolved_variants():
                     if not build_embedding(v.embedding, 4, 4, padding_idx=0).is_complex:
-                        raise ValueError(f"[{name}] network = 'complex' needs complex embeddings; variant "
+                        raise ValueError(f"[{name}] network = {network!r} needs complex embeddings; variant "
                                          f"{v.label!r} uses the real embedding {v.embedding!r}")
+                    if network == "authors" and (getattr(self, name).share_weights if v.share_weights is None
+                                                 else v.share_weights):
+                        raise ValueError(f"[{name}] network = 'authors' has real weights shared by both parts "
+                                         f"already; variant {v.label!r} sets share_weights")
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
                 owned = sorted(set(v.options) & {"sparse", "device", "dtype"})

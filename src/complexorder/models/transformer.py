@@ -7,12 +7,13 @@ from torch import Tensor, nn
 
 from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
+from .authors_encoder import AuthorsEncoderLayer, AuthorsLayerNorm, per_part, swap_parts
 from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
 
 __all__ = ["TransformerClassifier", "NETWORKS", "READOUTS", "POSITION_ORDERS"]
 
-#: How a complex embedding enters the classifier's layers.
-NETWORKS = ("auto", "complex", "real")
+#: How a complex embedding enters the classifier's layers ("authors": the layers of the authors' released code).
+NETWORKS = ("auto", "complex", "real", "authors")
 #: How the encoder's token states become the output layer's features: the modulus of their mean (default),
 #: the mean of their moduli, or the state of each sentence's last token (the authors' code reads one position).
 READOUTS = ("modulus-of-mean", "mean-of-modulus", "last")
@@ -47,7 +48,15 @@ class TransformerClassifier(nn.Module):
             embeddings run :class:`torch.nn.TransformerEncoderLayer`, whose scores are the real dot
             product already, and ignore it (so does ``network="real"``).
         network: ``"auto"`` (default: complex layers for complex embeddings, real ones for real
-            embeddings), ``"complex"`` (complex embeddings only) or ``"real"``.
+            embeddings), ``"complex"`` (complex embeddings only), ``"real"``, or ``"authors"`` (complex
+            embeddings only): the stack of the authors' released Transformer classifier, to measure it, not
+            the paper's layers: :class:`~complexorder.models.authors_encoder.AuthorsEncoderLayer` (real weights
+            shared by both parts, the attention input's residual lost), the real and imaginary parts of the
+            first layer's output swapped before the next (theirs: ``self.encoder(phase, real)``), every layer
+            starting as a copy of the first, a final :class:`~complexorder.models.authors_encoder.AuthorsLayerNorm`
+            on each part, and ``[Re h, Im h]`` of the read position as the output layer's features (no
+            modulus); ``readout`` must be ``"last"`` and ``share_weights`` off; ``attention_score`` applies
+            (theirs is ``"bilinear"``).
         readout: with complex layers, ``"modulus-of-mean"`` (default: ``|mean_t z_t|``, the token states
             summed as complex numbers, so states whose phases differ interfere, as in complex FastText) or
             ``"mean-of-modulus"`` (``mean_t |z_t|``: each state's modulus first, so the phases of the states
@@ -112,14 +121,24 @@ class TransformerClassifier(nn.Module):
             raise ValueError(f"network must be one of {', '.join(map(repr, NETWORKS))}, got {network!r}")
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {', '.join(map(repr, READOUTS))}, got {readout!r}")
-        if network == "complex" and not embedding.is_complex:
-            raise ValueError(f"network='complex' needs a complex embedding; {type(embedding).__name__} is real")
+        if network in ("complex", "authors") and not embedding.is_complex:
+            raise ValueError(f"network={network!r} needs a complex embedding; {type(embedding).__name__} is real")
+        if network == "authors" and readout != "last":
+            raise ValueError(f"network='authors' reads [Re h, Im h] of one position, as the authors' code: readout must "
+                             f"be 'last', got {readout!r}")
+        if network == "authors" and share_weights:
+            raise ValueError("share_weights does not apply to network='authors' (its weights are real, shared by "
+                             "both parts already)")
+        self.authors = network == "authors"
         self.embedding = embedding
         self.is_complex = embedding.is_complex and network != "real"  # complex encoder layers
         # a complex embedding read by real layers arrives as [Re f, Im f]: 2 * D real features
         d = embedding.embedding_dim * (2 if embedding.is_complex and not self.is_complex else 1)
         self.dropout = make_dropout(dropout, self.is_complex)
-        if self.is_complex:
+        if self.authors:
+            make = lambda: AuthorsEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
+                                               attention_score=attention_score)
+        elif self.is_complex:
             make = lambda: ComplexTransformerEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
                                                           share_weights=share_weights,
                                                           attention_score=attention_score)
@@ -130,7 +149,11 @@ class TransformerClassifier(nn.Module):
         # real layers: the mean, or the last token's state
         self.readout = readout if self.is_complex or readout == "last" else READOUTS[0]
         self.layers = nn.ModuleList(make() for _ in range(num_layers))
-        self.output = nn.Linear(d, num_classes)
+        if self.authors:  # their stack: every layer a deep copy of the first, one more norm, [Re h, Im h] read out
+            for layer in self.layers[1:]:
+                layer.load_state_dict(self.layers[0].state_dict())
+            self.final_norm = AuthorsLayerNorm(d)
+        self.output = nn.Linear(2 * d if self.authors else d, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "TransformerClassifier")
@@ -148,19 +171,24 @@ class TransformerClassifier(nn.Module):
         if not self.is_complex:  # a complex embedding read by real layers: [Re f, Im f]; real ones pass through
             x = complex_to_real(x)
         x = self.dropout(x)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             x = layer(x, src_key_padding_mask=~mask)
+            if self.authors and i == 0:  # theirs: encoder_layer(real, phase), then encoder(phase, real)
+                x = swap_parts(x)
+        if self.authors:
+            x = per_part(self.final_norm, x)
         if self.readout == "mean-of-modulus":  # complex layers only (see __init__)
             return self.output(masked_mean(to_real_features(x), mask))
         if self.readout == "last":  # each row's last non-padding position
             last = (mask * torch.arange(1, mask.shape[1] + 1, device=mask.device)).argmax(1)
-            return self.output(to_real_features(x[torch.arange(x.shape[0], device=x.device), last]))
+            state = x[torch.arange(x.shape[0], device=x.device), last]
+            return self.output(torch.cat((state.real, state.imag), -1) if self.authors else to_real_features(state))
         return self.output(to_real_features(masked_mean(x, mask)))
 
     @property
     def network(self) -> str:
-        """``"complex"`` or ``"real"``: the kind of encoder layers (``"auto"`` resolved)."""
-        return "complex" if self.is_complex else "real"
+        """``"complex"``, ``"real"`` or ``"authors"``: the kind of encoder layers (``"auto"`` resolved)."""
+        return "authors" if self.authors else "complex" if self.is_complex else "real"
 
     def extra_repr(self) -> str:
         return (f"network={self.network!r}" + (f", readout={self.readout!r}" if self.readout != READOUTS[0] else "")
