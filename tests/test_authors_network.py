@@ -30,8 +30,9 @@ def their_norm(norm, t):  # the Annotated Transformer's LayerNorm: unbiased std,
     return norm.weight * (t - mean) / (t.std(-1, keepdim=True) + 1e-6) + norm.bias
 
 
-def their_layer(layer, x, y):
-    """encoder_complex.EncoderLayer.forward with separate real (x) and imaginary (y) parts, dropout off."""
+def their_layer(layer, x, y, drop=lambda t: t):
+    """encoder_complex.EncoderLayer.forward with separate real (x) and imaginary (y) parts; ``drop`` stands for their
+    sublayer and feed-forward dropouts (identity: dropout off), the attention weights' dropout is off."""
     lin = [(p.weight, p.bias) for p in layer.projections]
     b, n, _ = x.shape
     heads = lambda t: t.view(b, n, HEADS, D // HEADS).transpose(1, 2)  # noqa: E731
@@ -42,11 +43,11 @@ def their_layer(layer, x, y):
     p_attn = torch.softmax(torch.sqrt(scores_real ** 2 + scores_phase ** 2) / math.sqrt(D // HEADS), -1)
     merge = lambda t: t.transpose(1, 2).reshape(b, n, D)  # noqa: E731
     x, y = F.linear(merge(p_attn @ vr), *lin[3]), F.linear(merge(p_attn @ vp), *lin[3])
-    x = x + their_norm(layer.norm1, x)  # sublayer_output[0](x, lambda x: x)
-    y = y + y  # sublayer_output[0](y, lambda x: y): the attention output itself
-    ffn = lambda t: F.linear(F.relu(F.linear(t, layer.linear1.weight, layer.linear1.bias)),  # noqa: E731
+    x = x + drop(their_norm(layer.norm1, x))  # sublayer_output[0](x, lambda x: x)
+    y = y + drop(y)  # sublayer_output[0](y, lambda x: y): the attention output itself
+    ffn = lambda t: F.linear(drop(F.relu(F.linear(t, layer.linear1.weight, layer.linear1.bias))),  # noqa: E731
                              layer.linear2.weight, layer.linear2.bias)
-    return x + ffn(their_norm(layer.norm2, x)), y + ffn(their_norm(layer.norm2, y))
+    return x + drop(ffn(their_norm(layer.norm2, x))), y + drop(ffn(their_norm(layer.norm2, y)))
 
 
 def test_layer_norm_is_theirs_written_out():
@@ -69,8 +70,29 @@ def test_encoder_layer_is_theirs_written_out():
     assert out.dtype == torch.complex64
     torch.testing.assert_close(out.real, x, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.imag, y, atol=1e-5, rtol=1e-5)
-    # the attention input's residual is lost: the output depends on z only through the attention
-    assert not torch.allclose(out, z + out, atol=1e-3)
+
+
+class Doubling(torch.nn.Module):
+    """A deterministic stand-in for dropout (x -> 2x) with p = 0, so the attention weights are not dropped."""
+    p = 0.0
+
+    def forward(self, t):
+        return 2 * t
+
+
+def test_encoder_layer_drops_where_theirs_does():
+    """Their five dropouts of the sublayers and the feed-forward block, each stood in for by x -> 2x: placed as theirs
+    (none on norm1 of the imaginary part, none on the attention input, which has no residual)."""
+    torch.manual_seed(0)
+    layer = AuthorsEncoderLayer(D, HEADS, FF, dropout=0.1)
+    randomise(layer)
+    layer.dropout = Doubling()
+    z = torch.randn(3, 5, D, dtype=torch.complex64)
+    with torch.no_grad():
+        x, y = their_layer(layer, z.real, z.imag, drop=lambda t: 2 * t)
+        out = layer(z)
+    torch.testing.assert_close(out.real, x, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(out.imag, y, atol=1e-4, rtol=1e-5)
 
 
 def test_encoder_layer_starts_as_theirs_and_masks_padded_keys():
@@ -126,6 +148,27 @@ def test_classifier_is_their_stack_written_out(num_layers):
         torch.testing.assert_close(logits[:1], expected, atol=1e-5, rtol=1e-5)
         # the padded row: its padded keys masked and its last real token read, so it equals the sentence alone
         torch.testing.assert_close(logits[1:], model(tokens[1:, :3]), atol=1e-5, rtol=1e-5)
+
+
+def test_classifier_with_the_authors_input_is_their_forward_written_out():
+    """network="authors" with fixed_length=L and "from-end": their Complex_order.Transformer.forward on a sentence
+    padded to L slots, positions L - 1, ..., 0, no mask, the state of slot L - 1 read out."""
+    L = 7
+    torch.manual_seed(0)
+    emb = co.build_embedding("complex-order", 24, D, padding_idx=None, max_positions=32)
+    model = build_classifier("transformer", emb, 3, nhead=HEADS, dim_feedforward=FF, num_layers=2, dropout=0.0,
+                             network="authors", readout="last", attention_score="bilinear", fixed_length=L,
+                             position_order="from-end").eval()
+    randomise(model.layers, seed=4)
+    tokens = torch.tensor([[5, 7, 9, 11], [4, 6, 0, 0]])
+    padded = torch.nn.functional.pad(tokens, (0, L - 4))
+    with torch.no_grad():
+        z = model.embedding(padded, torch.arange(L - 1, -1, -1).expand(2, L))
+        x, y = their_layer(model.layers[0], z.real, z.imag)
+        x, y = their_layer(model.layers[1], y, x)  # self.encoder(encoded_sents_phase, encoded_sents_real)
+        x, y = their_norm(model.final_norm, x), their_norm(model.final_norm, y)
+        expected = model.output(torch.cat([x, y], 2)[:, -1, :])
+        torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
 
 
 def test_classifier_errors_are_one_line():
