@@ -12,10 +12,11 @@ def _script():
     return load_benchmark("classification/paired_rows.py", "paired_rows")
 
 
-def _write(path, rows):
+def _write(path, rows, cpu=None):
+    extra = {} if cpu is None else {"cpu": {"model": cpu}}
     path.write_text("".join(json.dumps({"dataset": "MR", "model": m, "variant": v, "split": s, "test_accuracy": a,
-                                        "finished_at": "2026-11-26T00:00:00"}) + "\n" for m, v, s, a in rows),
-                    encoding="utf-8")
+                                        "finished_at": "2026-11-26T00:00:00", **extra}) + "\n"
+                            for m, v, s, a in rows), encoding="utf-8")
 
 
 def test_rows_match_scipy_on_hand_made_results(tmp_path, capsys):
@@ -34,6 +35,21 @@ def test_rows_match_scipy_on_hand_made_results(tmp_path, capsys):
     below = wilcoxon(diffs, alternative="less").pvalue
     assert rows[0] == (f"| MR | complex-order, x | 5 | 0.8140 | complex-order | 0.7920 | +0.0220 "
                        f"| {above:.3g} | {below:.3g} |")
+
+
+def test_cpu_keeps_only_one_machine_kind_and_the_same_unit_of_another_kind_is_not_paired(tmp_path, capsys):
+    # the same unit (complex-order, seed-1..3) run on two machine kinds: --cpu pairs only within the chosen one
+    _write(tmp_path / "amd.jsonl", [("lstm", "complex-order", f"seed-{i}", a) for i, a in enumerate([0.9, 0.9, 0.9])],
+           cpu="AMD EPYC 7B13")
+    _write(tmp_path / "intel.jsonl", [("lstm", "complex-order", f"seed-{i}", a) for i, a in enumerate([0.7, 0.8, 0.75])]
+           + [("lstm", "none", f"seed-{i}", a) for i, a in enumerate([0.6, 0.7, 0.7])], cpu="Intel(R) Xeon(R)")
+    files = [str(tmp_path / "intel.jsonl"), str(tmp_path / "amd.jsonl")]
+    assert _script().main(["--results", *files, "--model", "lstm", "--row", "none", "--cpu", "intel"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| MR |")]
+    assert len(rows) == 1 and "| 3 | 0.6667 | complex-order | 0.7500 | -0.0833 |" in rows[0]
+    with pytest.raises(SystemExit, match=r"^--cpu: no records whose cpu model contains 'arm'; cpu models present: "
+                                         r"\['AMD EPYC 7B13', 'Intel\(R\) Xeon\(R\)'\]$"):
+        _script().main(["--results", *files, "--model", "lstm", "--row", "none", "--cpu", "arm"])
 
 
 def test_bad_input_gets_one_line_errors(tmp_path):

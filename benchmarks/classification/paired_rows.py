@@ -11,6 +11,9 @@ Usage::
 
     python benchmarks/classification/paired_rows.py --results benchmarks/results/table2_supplement.jsonl \\
         benchmarks/results/table2_lstm_zero_frequencies.jsonl --model lstm --row "complex-order, frequencies from 0"
+
+``--cpu Intel`` keeps only the records run on a CPU whose model name contains "Intel" (the record's ``cpu.model``),
+for pairing within one machine kind where the kind moves a unit (Table 4 in the authors' classifier, rule addendum 6).
 """
 
 from __future__ import annotations
@@ -28,11 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", required=True, nargs="+", type=Path, help="JSON lines from `complexorder classify`")
     ap.add_argument("--model", required=True, help="architecture (fasttext, cnn, lstm, transformer)")
     ap.add_argument("--row", required=True, help="the row (variant label) to compare with the others")
+    ap.add_argument("--cpu", default=None,
+                    help="only records whose cpu model (the record's cpu.model) contains this text, case-insensitive: "
+                         "pairs within one machine kind, where the kind moves a unit (records without one are left out)")
     args = ap.parse_args(argv)
     try:
-        cells = cell_scores(load_results(args.results))
+        records = load_results(args.results)
     except (FileNotFoundError, IsADirectoryError) as e:
         sys.exit(f"--results: {e}")
+    if args.cpu is not None:
+        kept = [r for r in records if args.cpu.lower() in str((r.get("cpu") or {}).get("model", "")).lower()]
+        if not kept:
+            models = sorted({str((r.get("cpu") or {}).get("model")) for r in records})
+            sys.exit(f"--cpu: no records whose cpu model contains {args.cpu!r}; cpu models present: {models}")
+        records = kept
+    cells = cell_scores(records)
     datasets = [ds for (ds, model, label) in cells if model == args.model and label == args.row]
     if not datasets:
         labels = sorted({label for (_, model, label) in cells if model == args.model})
