@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import re
+import shlex
 import struct
 
 import pytest
@@ -101,6 +102,17 @@ def test_inspect_writes_the_figures_and_table7(tmp_path):
     assert "| greatest δ, descending | worst film the |" in table or "| greatest δ, descending | worst film solid |" in table
     assert logs[0].startswith("greatest δ: worst film")
     assert written["dims"] == [0, 3, 2]  # |ω| of "worst" = 1, 2, 3, 2: slowest dim 0, middle (stable) 3, fastest 2
+
+
+def test_inspect_states_its_command_shell_quoted_so_it_can_be_pasted(tmp_path):
+    # checkpoint names carry the row label, which may hold an apostrophe ("the authors' classifier")
+    path, _ = classifier_checkpoint(tmp_path)
+    odd = path.with_name("complex-order,_the_authors'_classifier-seed-1.pt")
+    path.rename(odd)
+    out = tmp_path / "out dir"
+    written = inspect_checkpoint(odd, out, word="worst", k=3, log=lambda _: None)
+    stated = re.search(r"^Produced by `complexorder inspect (.*)`\.$", written["table"].read_text(), re.M).group(1)
+    assert shlex.split(stated) == [str(odd), "--out-dir", str(out), "--word", "worst", "--top", "3"]
 
 
 def test_inspect_of_word_shared_frequencies_says_that_delta_is_the_same_for_every_word(tmp_path):

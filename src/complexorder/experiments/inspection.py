@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -163,7 +164,7 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     table = ["# Table 7: words by position sensitivity δ_j = mean_d |ω_j,d|", "",
              f"Checkpoint: `{path}` ({ck['config']['dataset']}, {ck['config']['model']}, "
              f"test accuracy {ck.get('test_accuracy', float('nan')):.4f}).", "",
-             "Produced by `complexorder inspect " + " ".join(
+             "Produced by `complexorder inspect " + " ".join(shlex.quote(a) for a in
                  [str(path), "--out-dir", str(out_dir)] + (["--word", word] if word else [])
                  + (["--top", str(k)] if k != 50 else [])) + "`.", ""]
     if note:
