@@ -40,9 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, IsADirectoryError) as e:
         sys.exit(f"--results: {e}")
     if args.cpu is not None:
-        kept = [r for r in records if args.cpu.lower() in str((r.get("cpu") or {}).get("model", "")).lower()]
+        models = [str((r.get("cpu") or {}).get("model") or "") for r in records]
+        kept = [r for r, m in zip(records, models) if args.cpu.lower() in m.lower()]
         if not kept:
-            models = sorted({str((r.get("cpu") or {}).get("model")) for r in records})
+            models = sorted(set(models))
             sys.exit(f"--cpu: no records whose cpu model contains {args.cpu!r}; cpu models present: {models}")
         records = kept
     cells = cell_scores(records)
