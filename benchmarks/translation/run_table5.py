@@ -28,12 +28,12 @@ import platform
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 import torch
 
 VARIANTS = ("vanilla", "complex-vanilla", "complex-order")
-PAPER = Path("/work/shared/paper-results/table5.csv")
 PAPER_ROW = {"vanilla": "Transformer (Ma et al. 2019)", "complex-vanilla": "Transformer complex vanilla",
              "complex-order": "Transformer complex-order"}
 AVERAGE_LAST = 3
@@ -119,9 +119,9 @@ def phase_eval(args, root: Path) -> None:
 
 
 def paper_numbers() -> dict[str, str]:
-    if not PAPER.is_file():
-        return {}
-    rows = [line.split(",") for line in PAPER.read_text().splitlines()[1:] if line.strip()]
+    """The paper's Table 5 as transcribed in the package (``complexorder/paper/table5.csv``), by method."""
+    text = resources.files("complexorder").joinpath("paper/table5.csv").read_text(encoding="utf-8")
+    rows = [line.split(",") for line in text.splitlines()[1:] if line.strip()]
     return {r[0]: r[1] for r in rows}
 
 
@@ -244,7 +244,7 @@ Validation perplexity after each epoch (val split, teacher forcing; the runs' `l
   masking carries order.
 - BLEU tok-lc is sacrebleu's 13a tokenization with lower-casing, not `multi-bleu.perl` over the
   paper's (unstated) tokenization; the two usually agree within a few tenths.
-- Paper numbers: `/work/shared/paper-results/table5.csv` (the vanilla Transformer's 34.5 is quoted
+- Paper numbers: `src/complexorder/paper/table5.csv` (the vanilla Transformer's 34.5 is quoted
   by the paper from Ma et al. 2019).
 
 ## Commands (run from the project root, virtual environment active)

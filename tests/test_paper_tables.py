@@ -1,0 +1,32 @@
+"""The paper's reported results as the package carries them (``complexorder/paper/*.csv``).
+
+Reports print these beside our measurements, so they must be the shared transcription exactly, and scripts must
+read them from the package (not from a path on one machine, where a missing file silently emptied the paper
+column of ``benchmarks/translation/run_table5.py``'s table).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+from conftest import SHARED_DATA, load_benchmark
+
+SHARED_RESULTS = SHARED_DATA.parent / "paper-results"
+
+
+@pytest.mark.parametrize("table", ["table2", "table4", "table5", "table6"])
+def test_package_copy_equals_the_shared_transcription(table):
+    shared = SHARED_RESULTS / f"{table}.csv"
+    if not shared.is_file():
+        pytest.skip(f"shared transcription not found at {shared}")
+    packaged = resources.files("complexorder").joinpath(f"paper/{table}.csv").read_text(encoding="utf-8")
+    assert packaged.splitlines() == shared.read_text(encoding="utf-8").splitlines()
+
+
+def test_table5_script_reads_the_paper_from_the_package():
+    run_table5 = load_benchmark("translation/run_table5.py", "run_table5")
+    paper = run_table5.paper_numbers()
+    # the three rows the script prints beside ours (paper Table 5)
+    assert [paper[run_table5.PAPER_ROW[v]] for v in run_table5.VARIANTS] == ["34.5", "34.7", "35.8"]
