@@ -599,3 +599,38 @@ def test_phase_dropout_reaches_the_complex_embeddings_through_the_factory_and_re
         "ComplexVanillaEmbedding(10, 4, padding_idx=0, phase_dropout=0.2)"
     with pytest.raises(ValueError, match=r"^option\(s\) phase_dropout not accepted by embedding 'tpe'; accepted: "):
         build_embedding("tpe", 10, 4, phase_dropout=0.1)
+
+
+# --- stop 70: edge cases found by a review -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sharing", [None, "word"])
+def test_sinusoidal_start_of_a_one_dimensional_table_is_the_geometric_frequency_of_every_word(sharing):
+    # D = 1 made a [V, 1] table look like dimension sharing: per-word frequencies in random order (no sharing)
+    # or a crash (word sharing). Every word starts at 10000^(-2*0/2) = 1.
+    emb = co.ComplexOrderEmbedding(6, 1, frequency_sharing=sharing)
+    assert torch.equal(emb.frequency, torch.ones_like(emb.frequency))
+
+
+def test_dimension_shared_sinusoidal_start_still_spreads_the_range_over_words():
+    emb = co.ComplexOrderEmbedding(6, 4, frequency_sharing="dimension")
+    expected = torch.pow(10000.0, -torch.arange(6, dtype=torch.float64) / 6).float()
+    assert torch.allclose(emb.frequency.flatten().sort().values, expected.sort().values)
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("name", ["none", "complex-vanilla"])
+def test_position_free_embeddings_accept_positions_that_float16_cannot_hold(name):
+    # Positions are validated in the dtype position-aware embeddings compute them in (float32 for half tables),
+    # so positions past float16's range (65504) are not "not finite" for embeddings that ignore them.
+    emb = co.build_embedding(name, 5, 4, dtype=torch.float16)
+    out = emb(torch.tensor([[1, 2]]), positions=torch.tensor([70000, 70001]))
+    same = out.view(torch.float16) if out.is_complex() else out  # complex32 has no torch.equal
+    assert torch.equal(same, (lambda o: o.view(torch.float16) if o.is_complex() else o)(emb(torch.tensor([[1, 2]]))))
+
+
+def test_extra_repr_shows_a_non_default_amplitude_init():
+    assert "amplitude_init='ones'" in repr(co.ComplexOrderEmbedding(5, 4, amplitude_init="ones"))
+    assert "amplitude_init='ones'" in repr(co.ComplexVanillaEmbedding(5, 4, amplitude_init="ones"))
+    assert "amplitude_init" not in repr(co.ComplexOrderEmbedding(5, 4))
+    assert "amplitude_init" not in repr(co.ComplexOrderEmbedding.from_pretrained(torch.randn(5, 4)))

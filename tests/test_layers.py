@@ -606,3 +606,38 @@ def test_attention_mask_and_shape_errors_name_the_argument_and_the_expected_form
         mha(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^dropout probability p must be in \[0, 1\], got 1.5$"):
         CF.complex_dropout(x, 1.5)
+
+
+# --- stop 70: edge cases found by a review -------------------------------------------------------------------
+
+
+def test_complex_layer_norm_adds_a_bias_given_without_a_weight():
+    z = torch.randn(2, 4, dtype=torch.complex64)
+    bias = torch.stack((torch.full((4,), 5.0), torch.full((4,), -3.0)))
+    out = CF.complex_layer_norm(z, (4,), None, bias)
+    assert torch.allclose(out.real, F.layer_norm(z.real, (4,), None, bias[0]))
+    assert torch.allclose(out.imag, F.layer_norm(z.imag, (4,), None, bias[1]))
+
+
+@pytest.mark.parametrize("score", ["modulus", "real", "bilinear"])
+def test_attention_takes_lazily_conjugated_inputs(score):
+    q = torch.randn(2, 3, 4, dtype=torch.complex64)
+    k, v = torch.randn(2, 5, 4, dtype=torch.complex64), torch.randn(2, 5, 4, dtype=torch.complex64)
+    lazy = CF.complex_scaled_dot_product_attention(q.conj(), k.conj(), v.conj(), score=score)
+    plain = CF.complex_scaled_dot_product_attention(q.conj().resolve_conj(), k.conj().resolve_conj(),
+                                                    v.conj().resolve_conj(), score=score)
+    assert torch.equal(lazy[0], plain[0]) and torch.equal(lazy[1], plain[1])
+
+
+def test_attention_extra_repr_shows_batch_first_false():
+    assert "batch_first=False" in repr(cnn.ComplexMultiheadAttention(8, 2, batch_first=False))
+    assert "batch_first" not in repr(cnn.ComplexMultiheadAttention(8, 2))
+
+
+def test_lstm_with_lengths_takes_an_empty_batch_as_without():
+    lstm = cnn.ComplexLSTM(4, 3, batch_first=True)
+    x = torch.zeros(0, 5, 4, dtype=torch.complex64)
+    out, (h, c) = lstm(x, lengths=torch.zeros(0, dtype=torch.long))
+    assert out.shape == (0, 5, 3) and h.shape == c.shape == (1, 0, 3)
+    with pytest.raises(ValueError, match=r"lengths must be \[2\] integers in \[1, L\], got \[0, 3\]"):
+        lstm(torch.zeros(2, 5, 4, dtype=torch.complex64), lengths=torch.tensor([0, 3]))

@@ -173,6 +173,11 @@ def _embedding_repr(module: nn.Module, *options: str) -> str:
     return ", ".join(parts)
 
 
+def _amplitude_init_repr(init: str | Tensor) -> list[str]:
+    """``amplitude_init`` for ``extra_repr`` when it is a non-default name (a pretrained matrix is not printed)."""
+    return [f"amplitude_init={init!r}"] if isinstance(init, str) and init != "normal" else []
+
+
 def _init_amplitude(amplitude: nn.Parameter, init: str | Tensor) -> None:
     """Fill an amplitude table from a pretrained matrix, with ones, or N(0, 1) (``"normal"``)."""
     if isinstance(init, Tensor):
@@ -282,7 +287,7 @@ class WordEmbedding(nn.Module):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         if positions is not None:
-            _resolve_positions(tokens, positions, self.weight.dtype)  # validate only
+            _resolve_positions(tokens, positions, _position_dtype(self.weight.dtype))  # validate only
         return self.embed_words(tokens)
 
     def _pad_mask(self, tokens: Tensor, x: Tensor) -> Tensor:
@@ -423,7 +428,9 @@ class ComplexOrderEmbedding(nn.Module):
             in random order (drawn from torch's global generator).
         amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
             or a tensor of the amplitude table's shape (``[V, D]``, e.g. word2vec vectors; ``[1, D]`` or
-            ``[V, 1]`` with amplitude sharing).
+            ``[V, 1]`` with amplitude sharing). A tensor is kept (``self.amplitude_init``, not in the
+            ``state_dict``) so that :meth:`reset_parameters` restores it; ``emb.amplitude_init = "normal"``
+            releases it once it is no longer needed.
         sparse: sparse gradients for per-word tables, as :class:`torch.nn.Embedding`; pair with
             ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
         fused: use the fused autograd function (default). ``False`` runs the plain-autograd
@@ -545,7 +552,7 @@ class ComplexOrderEmbedding(nn.Module):
             self.frequency.fill_(float(finit))
         elif finit == "sinusoidal":
             freqs = sinusoidal_frequencies(self.embedding_dim).to(self.frequency)
-            if self.frequency.shape[1] == 1:  # one frequency per word: spread the geometric range over words
+            if self.frequency_sharing == "dimension":  # one frequency per word: spread the geometric range over words
                 freqs = sinusoidal_frequencies(self.num_embeddings).to(self.frequency)
                 self.frequency.copy_(freqs[torch.randperm(self.num_embeddings)].unsqueeze(1))
             else:
@@ -604,6 +611,7 @@ class ComplexOrderEmbedding(nn.Module):
             options.append("initial_phase=True")
         if not isinstance(self.frequency_init, Tensor) and self.frequency_init != "sinusoidal":
             options.append(f"frequency_init={self.frequency_init!r}")
+        options += _amplitude_init_repr(self.amplitude_init)
         s = _embedding_repr(self, *options)
         if not self.fused:
             s += ", fused=False"
@@ -685,14 +693,15 @@ class ComplexVanillaEmbedding(nn.Module):
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
         if positions is not None:
-            _resolve_positions(tokens, positions, self.amplitude.dtype)
+            _resolve_positions(tokens, positions, _position_dtype(self.amplitude.dtype))  # validate only
         if self.training and self.phase_dropout:
             return complex_vanilla_embedding_reference(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse,
                                                        phase_dropout=self.phase_dropout)
         return complex_vanilla_embedding(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
-        return _embedding_repr(self) + (f", phase_dropout={self.phase_dropout}" if self.phase_dropout else "")
+        return (_embedding_repr(self, *_amplitude_init_repr(self.amplitude_init))
+                + (f", phase_dropout={self.phase_dropout}" if self.phase_dropout else ""))
 
 
 # --------------------------------------------------------------------------------------

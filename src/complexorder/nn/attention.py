@@ -175,4 +175,6 @@ class ComplexMultiheadAttention(nn.Module):
             s += ", share_weights=True"
         if self.score != "modulus":
             s += f", score={self.score!r}"
+        if not self.batch_first:
+            s += ", batch_first=False"
         return s

@@ -131,7 +131,8 @@ def complex_dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Ten
 
 def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
                        bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Layer norm applied to the real and imaginary parts separately (paper appendix B).
+    """Layer norm applied to the real and imaginary parts separately (appendix B's per-part normalisation, with
+    layer instead of batch statistics).
 
     ``weight``/``bias`` are real ``[2, *normalized_shape]``: row 0 for the real part, row 1 for
     the imaginary part.
@@ -139,12 +140,11 @@ def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight:
     _require_complex("input", input)
     parts = torch.stack((input.real, input.imag))
     parts = F.layer_norm(parts, normalized_shape, None, None, eps)
+    shape = (2, *([1] * (parts.dim() - 1 - len(normalized_shape))), *normalized_shape)
     if weight is not None:
-        extra = parts.dim() - 1 - len(normalized_shape)
-        w = weight.view(2, *([1] * extra), *normalized_shape)
-        parts = parts * w
-        if bias is not None:
-            parts = parts + bias.view_as(w)
+        parts = parts * weight.view(shape)
+    if bias is not None:  # as F.layer_norm: a bias without a weight is still added
+        parts = parts + bias.view(shape)
     return torch.complex(parts[0], parts[1])
 
 
@@ -244,7 +244,8 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     elif score == "bilinear":
         scores = torch.matmul(query, key.transpose(-2, -1)).abs() * scale
     else:  # Re(q . conj(k)) = [Re q, Im q] . [Re k, Im k]: one real product of twice the width
-        q, k = torch.view_as_real(query).flatten(-2), torch.view_as_real(key).flatten(-2)
+        q = torch.view_as_real(query.resolve_conj()).flatten(-2)  # view_as_real refuses lazy conj() views
+        k = torch.view_as_real(key.resolve_conj()).flatten(-2)
         scores = torch.matmul(q, k.transpose(-2, -1)) * scale
     if mask is not None:
         if mask.dtype != torch.bool:
@@ -256,6 +257,6 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     if dropout_p > 0.0 and training:
         weights = F.dropout(weights, dropout_p, True)
     # Real weights times complex values: one real product over the interleaved parts.
-    v = torch.view_as_real(value).flatten(-2)
+    v = torch.view_as_real(value.resolve_conj()).flatten(-2)
     out = torch.matmul(weights, v).unflatten(-1, (value.shape[-1], 2))
     return torch.view_as_complex(out.contiguous()), weights

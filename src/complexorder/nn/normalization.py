@@ -1,4 +1,9 @@
-"""Normalisation of the real and imaginary parts separately (paper appendix B)."""
+"""Normalisation of the real and imaginary parts separately (paper appendix B).
+
+Appendix B normalises the two parts separately with batch normalisation (:class:`ComplexBatchNorm1d`); the
+complex Transformer layers use :class:`ComplexLayerNorm`, the same per-part idea with the Transformer's layer
+norm (see :class:`complexorder.nn.ComplexTransformerEncoderLayer`).
+"""
 
 from __future__ import annotations
 

@@ -114,12 +114,14 @@ class ComplexLSTM(nn.Module):
             real_hx = tuple(torch.cat((t.real, t.imag), dim=-1).to(x.dtype) for t in hx)
         params = self._real_params()
         has_bias = self.bias_real is not None
-        if lengths is None:
+        if lengths is not None:
+            lengths = torch.as_tensor(lengths).to("cpu", torch.int64)
+            if lengths.shape != (batch,) or (batch and (lengths.min() < 1
+                                                        or lengths.max() > x.shape[1 if self.batch_first else 0])):
+                raise ValueError(f"lengths must be [{batch}] integers in [1, L], got {lengths.tolist()}")
+        if lengths is None or batch == 0:  # an empty batch has nothing to pack
             out, h_n, c_n = torch.lstm(x, real_hx, params, has_bias, 1, 0.0, self.training, False, self.batch_first)
         else:
-            lengths = torch.as_tensor(lengths).to("cpu", torch.int64)
-            if lengths.shape != (batch,) or lengths.min() < 1 or lengths.max() > x.shape[1 if self.batch_first else 0]:
-                raise ValueError(f"lengths must be [{batch}] integers in [1, L], got {lengths.tolist()}")
             total = x.shape[1 if self.batch_first else 0]
             packed = pack_padded_sequence(x, lengths, batch_first=self.batch_first, enforce_sorted=False)
             order = packed.sorted_indices

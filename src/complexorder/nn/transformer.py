@@ -34,14 +34,18 @@ class ComplexTransformerEncoderLayer(nn.Module):
     ``x = norm1(x + dropout(self_attn(x)))``, ``x = norm2(x + dropout(ffn(x)))`` (post-norm, as
     Vaswani et al.; ``norm_first=True`` gives the pre-norm variant). Attention is
     :class:`ComplexMultiheadAttention`, the feed-forward block two :class:`ComplexLinear` with a
-    split activation, and the norms :class:`ComplexLayerNorm` (real and imaginary parts separately).
+    split activation, and the norms :class:`ComplexLayerNorm` (real and imaginary parts separately). Appendix B
+    of the paper normalises the two parts separately with *batch* normalisation; we keep the Transformer's layer
+    norm (per token, no batch statistics, so padding and decoding step by step cannot change a token's state) and
+    apply it to each part separately, as appendix B does. :class:`ComplexBatchNorm1d` is available for the other.
 
     Args:
         d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first:
             as :class:`torch.nn.TransformerEncoderLayer` (``batch_first`` defaults to True here).
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
         share_ffn_weights: the same sharing in the feed-forward block.
-        attention_score: ``"modulus"`` (paper Eq. 14) or ``"real"`` (see :class:`ComplexMultiheadAttention`).
+        attention_score: ``"modulus"`` (paper Eq. 14), ``"real"`` or ``"bilinear"`` (see
+            :class:`ComplexMultiheadAttention`).
 
     Shape: ``src [B, L, d_model]`` complex -> same. ``src_key_padding_mask [B, L]`` True = padding.
 
