@@ -646,7 +646,7 @@ def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     ({"epochs": -3}, r"\[cnn\] epochs must be a positive integer, got -3"),
     ({"filter_sizes": ()}, r"\[cnn\] filter_sizes must be a non-empty list of positive integers, got \(\)"),
     ({"dropout": 1.0}, r"\[cnn\] dropout must be a number in \[0, 1\), got 1.0"),
-    ({"lr": 0.0}, r"\[cnn\] lr must be a number > 0, got 0.0"),
+    ({"lr": 0.0}, r"\[cnn\] lr must be a finite number > 0, got 0.0"),
     ({"patience": 0}, r"\[cnn\] patience must be a positive integer \(epochs without a better dev accuracy before "
                       r"stopping\), got 0"),
     ({"nhead": 3}, r"\[transformer\] nhead must be a divisor of embedding_dim \(8\), got 3"),

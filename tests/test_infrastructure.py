@@ -307,6 +307,9 @@ def test_set_threads_takes_the_option_then_the_environment(monkeypatch):
         assert torch.get_num_threads() == 1
         with pytest.raises(ValueError, match=r"^--threads: expected a positive number of threads, got 0$"):
             set_threads(0)
+        with pytest.raises(ValueError, match=r"^--threads: at most 1024 threads, got 100000 \(this machine has "):
+            set_threads(100000)  # OpenMP crashed the process (SIGSEGV) at this count
+        assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
 

@@ -612,7 +612,7 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
         assert message in capsys.readouterr().err
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--mem-len", "-3", "--no-progress"]) == 2
-    assert "mem_len must be >= 0, got -3" in capsys.readouterr().err
+    assert "evaluation mem_len (--mem-len) must be >= 0, got -3" in capsys.readouterr().err
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--tgt-len", "0"]) == 2
     assert "evaluation tgt_len (--tgt-len) must be a positive integer, got 0" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl",
+__all__ = ["check_writable", "check_results_file", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl",
            "is_cut_record", "save_checkpoint",
            "load_checkpoint", "CHECKPOINT_FORMAT"]
 
@@ -59,10 +59,21 @@ def _check_writable_dir(path: Path) -> None:
     _make_dir(path.parent, str(path))
 
 
-def check_writable(path: str | Path, option: str, *, directory: bool = False) -> None:
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    """True when ``a`` and ``b`` name one file (through links too), or would once created."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def check_writable(path: str | Path, option: str, *, directory: bool = False,
+                   inputs: dict[str, str | Path | None] | None = None) -> None:
     """Fail at once, before any work, when ``path`` cannot be written; the error names ``option``.
 
     ``path`` is a file to be written or, with ``directory=True``, a directory to write files into.
+    ``inputs`` maps a description (``"the test2016 references"``) to a file the command reads: writing ``path``
+    over one of them would destroy it, so that is an error naming both.
     Nothing is created: a missing directory is made when the first file is written into it (or, for
     ``translate train`` and ``lm train``, by the run-directory lock, which removes what it made again when the
     run fails before writing), so a command that fails later for another reason leaves no empty directory
@@ -81,6 +92,33 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False) ->
                 raise PermissionError(f"cannot write {path}: the file is not writable")
     except PermissionError as exc:
         raise PermissionError(f"{option}: {exc}") from None
+    for what, source in (inputs or {}).items():
+        if source is not None and str(source) != "-" and _same_file(path, source):
+            raise ValueError(f"{option} {path} is {what}, which this command reads; writing it would destroy it — "
+                             "choose another file")
+
+
+def check_results_file(path: str | Path, option: str, *, content: bool = True) -> None:
+    """Before a command appends to (and, for grids, reads) the JSON-lines results file ``path``: fail at once
+    unless it is missing, empty, or a regular file whose first line is a JSON object. A device or pipe
+    (``/dev/stdout``) would hang the read or lose the records; any other file (a corpus, a checkpoint, a Markdown
+    table) would be corrupted by the appended line. ``content=False`` leaves the lines to a caller that reads
+    them all anyway (the classification grid, whose errors name the line and what it holds)."""
+    path = Path(path)
+    check_writable(path, option)
+    if _is_special(path):
+        raise ValueError(f"{option} {path} is not a regular file; results are appended to a JSON-lines file")
+    if not content or not path.is_file() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as f:
+        first = f.readline(1 << 20)
+    try:
+        is_record = isinstance(json.loads(first), dict)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError: a record cut short by a crash still counts
+        is_record = is_cut_record(first.decode("utf-8", "replace"))
+    if not is_record:
+        raise ValueError(f"{option} {path} is not a JSON-lines results file (line 1 is not a JSON object); results "
+                         "are appended one JSON object per line — choose another file")
 
 
 def _is_special(path: Path) -> bool:

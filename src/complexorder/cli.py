@@ -28,7 +28,8 @@ COMMANDS: dict[str, str] = {
 
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
                ConnectionError, FloatingPointError,  # FloatingPointError: a run whose loss diverged
-               RunDirectoryBusy)  # a second training in a run directory another one holds
+               RunDirectoryBusy,  # a second training in a run directory another one holds
+               OSError)  # what the system refuses: a full disk, a read-only file system, too many open files
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

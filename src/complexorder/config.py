@@ -36,14 +36,17 @@ def read_toml(path: str | Path) -> dict:
         raise IsADirectoryError(f"config file {path} is a directory, expected a TOML file")
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+    try:  # a UTF-8 byte-order mark (Windows editors write one) is not TOML, but it is not the user's error either
+        return tomllib.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:  # TOML is UTF-8 text
         raise ValueError(f"config file {path} is not valid TOML: not UTF-8 text ({exc.reason} at byte "
                          f"{exc.start})") from None
+
+
+#: The largest finite float32: a learning rate beyond it overflows inside Adam.
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def is_finite_number(value: Any, low: float = -math.inf, high: float = math.inf) -> bool:

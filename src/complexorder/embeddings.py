@@ -127,9 +127,22 @@ def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:
                          f"and {embedding_dim!r}")
 
 
+def _check_dtype(dtype: torch.dtype | None) -> None:
+    """The tables are real (a complex output is built from real amplitudes and phases)."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype must be a real floating-point dtype (torch.float32, float64, float16 or bfloat16; "
+                         f"complex embeddings build their complex output from real tables), got {dtype!r}")
+
+
 def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
     if padding_idx is None:
         return None
+    try:
+        if isinstance(padding_idx, bool):
+            raise TypeError
+        padding_idx = operator.index(padding_idx)
+    except TypeError:
+        raise ValueError(f"padding_idx must be an integer token id or None, got {padding_idx!r}") from None
     if not -num_embeddings <= padding_idx < num_embeddings:
         raise ValueError(f"padding_idx must be within [-{num_embeddings}, {num_embeddings}), got {padding_idx}")
     return padding_idx % num_embeddings
@@ -256,6 +269,7 @@ class WordEmbedding(nn.Module):
                  sparse: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
+        _check_dtype(dtype)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -480,6 +494,7 @@ class ComplexOrderEmbedding(nn.Module):
                  first_position: int = 0, phase_dropout: float = 0.0, device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
+        _check_dtype(dtype)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
@@ -658,6 +673,7 @@ class ComplexVanillaEmbedding(nn.Module):
                  device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
+        _check_dtype(dtype)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim

@@ -32,6 +32,10 @@ def cpu_info() -> dict[str, str]:
             "embedding_kernel": "native" if native.available() else "pytorch"}
 
 
+#: The most threads ``--threads`` accepts.
+MAX_THREADS = 1024
+
+
 def set_threads(threads: int | None, flag: str = "--threads") -> None:
     """Set torch's CPU thread count from a command's ``--threads`` option, else from ``$OMP_NUM_THREADS``;
     with neither, torch keeps its own choice (one thread per core).
@@ -44,6 +48,9 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
         threads = int(env) if env.isdigit() and int(env) > 0 else None
     elif threads < 1:
         raise ValueError(f"{flag}: expected a positive number of threads, got {threads}")
+    elif threads > MAX_THREADS:  # far past any machine's cores; at 100,000 OpenMP crashed the process (SIGSEGV)
+        raise ValueError(f"{flag}: at most {MAX_THREADS} threads, got {threads} (this machine has "
+                         f"{os.cpu_count()} cores)")
     if threads:
         torch.set_num_threads(threads)
 

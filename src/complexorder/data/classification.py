@@ -287,11 +287,18 @@ def make_split(data: TextClassificationData, split_id: str) -> Split:
     """The train/dev/test parts of ``split_id`` (``fold-K`` or ``seed-S``; the seed does not change fixed splits)."""
     if data.protocol == "fixed":
         part = lambda p: (data.texts[p], data.labels[p])  # noqa: E731
-        return Split(part("train"), part("dev"), part("test"))
-    fold = int(split_id.split("-", 1)[1])
-    texts, labels = data.texts["all"], np.asarray(data.labels["all"])
-    test_idx = stratified_folds(labels)[fold]
-    rest = np.setdiff1d(np.arange(len(labels)), test_idx)
-    train_idx, dev_idx = stratified_holdout(rest, labels, DEV_FRACTION, FOLD_SEED + 1 + fold)
-    pick = lambda idx: ([texts[i] for i in idx], [int(labels[i]) for i in idx])  # noqa: E731
-    return Split(pick(train_idx), pick(dev_idx), pick(test_idx))
+        split = Split(part("train"), part("dev"), part("test"))
+    else:
+        fold = int(split_id.split("-", 1)[1])
+        texts, labels = data.texts["all"], np.asarray(data.labels["all"])
+        test_idx = stratified_folds(labels)[fold]
+        rest = np.setdiff1d(np.arange(len(labels)), test_idx)
+        train_idx, dev_idx = stratified_holdout(rest, labels, DEV_FRACTION, FOLD_SEED + 1 + fold)
+        pick = lambda idx: ([texts[i] for i in idx], [int(labels[i]) for i in idx])  # noqa: E731
+        split = Split(pick(train_idx), pick(dev_idx), pick(test_idx))
+    empty = [name for name in ("train", "dev", "test") if not getattr(split, name)[1]]
+    if empty:  # an empty part would fail deep in batching, or score an empty test set
+        sizes = ", ".join(f"{name} {len(getattr(split, name)[1])}" for name in ("train", "dev", "test"))
+        raise ValueError(f"{data.name} {split_id}: the {empty[0]} split is empty ({sizes} examples; dev holds out "
+                         f"{DEV_FRACTION:.0%} of each class); the data set is too small for this protocol")
+    return split

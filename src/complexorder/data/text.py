@@ -38,6 +38,9 @@ def read_text_lines(path: str | Path) -> tuple[list[str], list[int]]:
         line = data[:data.index(b"\0")].count(b"\n") + 1
         raise ValueError(f"{path}:{line}: holds a NUL byte, so it is not a text file (UTF-16 or binary?); expected "
                          f"8-bit text (UTF-8, cp1252 or Latin-1), one example per line")
+    if b"\n" not in data and b"\r" in data.rstrip(b"\r"):  # all the lines would silently become one example
+        raise ValueError(f"{path}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
+                         f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")
     parts = data.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()

@@ -248,6 +248,20 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         first = first if len(first) <= 120 else first[:120] + " …"
         first = _text_rows_problem(path, fmt) or first  # gensim's own words name no line ("could not broadcast ...")
         raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}{_format_hint(path, fmt)}") from None
+    if len(kv) == 0:
+        raise ValueError(f"vectors file {path} holds no vectors{_format_hint(path, fmt)}")
+    if fmt == "word2vec-text":  # gensim reads as many rows as the header declares and drops the rest unsaid
+        with open(path, "rb") as handle:
+            rows = sum(1 for line in handle if line.strip()) - 1
+        if rows != len(kv):
+            raise ValueError(f"vectors file {path}: its header declares {len(kv)} vectors but the file has {rows} "
+                             "rows; correct the header's first number")
+    finite = torch.from_numpy(kv.vectors).isfinite().all(dim=1)
+    if not bool(finite.all()):
+        row = int((~finite).nonzero()[0])
+        raise ValueError(f"vectors file {path}: the vector of {kv.index_to_key[row]!r} (vector {row + 1}) holds a value "
+                         f"that is not finite (NaN, inf, or beyond float32's range); {int((~finite).sum())} such "
+                         "vector(s) in all")
     if expected_dim is not None and kv.vector_size != expected_dim:
         raise ValueError(f"vectors file {path} has dimension {kv.vector_size}, expected {expected_dim} "
                          "(the models' embedding_dim)")

@@ -22,7 +22,8 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from ..checkpoint import append_jsonl, check_writable, is_cut_record, load_checkpoint, save_checkpoint, scan_jsonl
+from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
+                          save_checkpoint, scan_jsonl)
 from ..config import config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
@@ -123,10 +124,10 @@ class ModelSettings:
         if not (isinstance(sizes, (list, tuple)) and sizes
                 and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in sizes)):
             fail("filter_sizes", "a non-empty list of positive integers")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            fail("lr", "a number > 0")
-        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
-            fail("weight_decay", "a number >= 0")
+        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 3.4e38):  # Adam keeps it in float32
+            fail("lr", "a finite number > 0")
+        if not (isinstance(self.weight_decay, (int, float)) and 0 <= self.weight_decay < 3.4e38):
+            fail("weight_decay", "a finite number >= 0")
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
             fail("dropout", "a number in [0, 1)")
         if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
@@ -245,7 +246,8 @@ class GridConfig:
                                          f"already; variant {v.label!r} sets share_weights")
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
-                owned = sorted(set(v.options) & {"sparse", "device", "dtype"})
+                owned = sorted(set(v.options) & {"sparse", "device", "dtype", "padding_idx", "max_positions",
+                                                 "pretrained", "num_embeddings", "embedding_dim"})
                 if owned:
                     raise ValueError(f"variant {v.label!r}: option(s) {', '.join(owned)} are set by the runner "
                                      "(sparse from the model section's sparse_embeddings), not per variant")
@@ -254,6 +256,8 @@ class GridConfig:
                 except (TypeError, ValueError) as err:
                     raise ValueError(f"variant {v.label!r}: {err}") from None
         labels = [v.label for v in self.resolved_variants()]
+        if any(not label.strip() for label in labels):  # refused by the table renderer only after training
+            raise ValueError("variants: a label is empty; give every row a name")
         if len(set(labels)) != len(labels):
             raise ValueError(f"variant labels must be unique, got {labels}")
 
@@ -375,6 +379,13 @@ def check_checkpoint_names(grid: GridConfig, units: list[Unit]) -> None:
     same file. A file holding this unit's own configuration (a unit re-run after its result line
     was removed) may be replaced; any other file at that name is kept and the run stops.
     """
+    labels_at: dict[Path, str] = {}
+    for unit in units:  # two rows whose labels differ only in ' ' and '/' would share one file
+        path = checkpoint_path(grid, unit)
+        other = labels_at.setdefault(path, unit.variant.label)
+        if other != unit.variant.label:
+            raise ValueError(f"rows {other!r} and {unit.variant.label!r} would write the same checkpoint file "
+                             f"{path.name} (spaces and '/' become '_'); rename one of them")
     for unit in units:
         path = checkpoint_path(grid, unit)
         if not path.exists():
@@ -493,7 +504,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)  # validates the grid, its device included, before any data is read
-    check_writable(grid.results, "results file (config `results` / --results)")
+    check_results_file(grid.results, "results file (config `results` / --results)", content=False)
     if grid.checkpoint_dir:
         check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
                        directory=True)

@@ -253,8 +253,16 @@ def run_vectors_train(args: argparse.Namespace) -> int:
     option = lambda name: "--" + name.replace("_", "-")  # noqa: E731
     check_word2vec_settings(args.dim, args.epochs, args.min_count, option,  # before the corpus is read
                             seed=args.seed, workers=args.workers)
-    check_writable(args.out, "--out")  # before the corpus is read and the vectors trained
     data_dir = resolve_data_dir(args.data_dir)
+    # before the corpus is read and the vectors trained: the vectors and their provenance record can be written,
+    # and not over the data sets they are trained on
+    corpus = {f"the data folder it reads ({data_dir / part})": data_dir / part for part in ("classification", "translation")}
+    check_writable(args.out, "--out")
+    check_writable(provenance_path(args.out), "--out (its provenance record)")
+    inside = [what for what, folder in corpus.items() if Path(args.out).resolve().is_relative_to(folder.resolve())]
+    if inside:
+        raise ValueError(f"--out {args.out} is inside {inside[0]}, which this command reads; write the vectors "
+                         "elsewhere (e.g. vectors/sg300.txt)")
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
     print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "
           f"({sum(map(len, sentences)):,} tokens) from {data_dir}")

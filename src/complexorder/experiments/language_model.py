@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import check_number, config_from_dict, config_to_dict
+from ..config import FLOAT32_MAX, check_number, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
@@ -95,7 +95,8 @@ def check_lm_config(cfg: LMConfig) -> None:
                         ("eval.batch_size", e.batch_size)):
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    check_number("train.lr", t.lr, low=0.0, low_open=True)
+    check_number("train.lr", t.lr, low=0.0, high=FLOAT32_MAX, low_open=True,
+                 meaning=" (Adam keeps it in float32)")
     check_number("train.min_lr", t.min_lr, low=0.0, high=t.lr, meaning=" (the cosine schedule's end, at most train.lr)")
     check_number("train.weight_decay", t.weight_decay, low=0.0)
     check_number("train.clip", t.clip, low=0.0, meaning=" (0: no clipping)")
@@ -231,7 +232,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     """
     check_lm_config(cfg)
     if stop_after is not None and stop_after <= 0:
-        raise ValueError(f"stop_after must be positive, got {stop_after}")
+        raise ValueError(f"stop_after (--stop-after) must be a positive number of steps, got {stop_after}")
     out_dir = Path(out_dir)
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
     with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
@@ -388,7 +389,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     for name, value in (("tgt_len", ev.tgt_len), ("batch_size", ev.batch_size)):
         if value <= 0:
             raise ValueError(f"evaluation {name} (--{name.replace('_', '-')}) must be a positive integer, got {value}")
-    check_lengths(ev.mem_len, ev.same_length, where="mem_len")
+    check_lengths(ev.mem_len, ev.same_length, where="evaluation mem_len (--mem-len)")
     model = build_model(cfg)
     try:
         model.load_state_dict(ck["model_state"])

@@ -12,7 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..checkpoint import check_writable
+from ..checkpoint import check_results_file, check_writable
 from ..config import builtin_configs, config_from_dict, merge_overrides, read_extended_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
@@ -190,8 +190,8 @@ def run_eval(args: argparse.Namespace) -> int:
                  "same_length": args.same_length, "batch_size": args.batch_size}
     if args.max_chars is not None and args.max_chars <= 0:
         raise ValueError(f"--max-chars must be positive, got {args.max_chars}")
-    if args.results:  # before the evaluation: an unwritable results file is a one-line error naming it
-        check_writable(args.results, "--results")
+    if args.results:  # before the evaluation: an unwritable or foreign results file is a one-line error naming it
+        check_results_file(args.results, "--results")
     result = evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides,
                                  progress=not args.no_progress, results=args.results, max_chars=args.max_chars, device=device)
     print(json.dumps(result, sort_keys=True))

@@ -344,6 +344,9 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
             bar.set_postfix(epoch=epoch, loss=f"{total_loss / seen:.4f}")
         train_seconds += time.perf_counter() - start
         record = {"epoch": epoch, "train_loss": total_loss / max(1, seen)}
+        if not math.isfinite(record["train_loss"]):  # NaN weights would score chance and be recorded as finished
+            raise FloatingPointError(f"{desc}: training diverged in epoch {epoch}: the mean training loss is "
+                                     f"{record['train_loss']}; lower the learning rate (this unit is not recorded)")
         if dev is not None:
             acc = evaluate_accuracy(model, dev, min_length=min_length)
             record["dev_accuracy"] = acc

@@ -28,7 +28,8 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides, read_extended_toml
+from ..config import (FLOAT32_MAX, builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides,
+                      read_extended_toml)
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -282,6 +283,7 @@ def _check_settings(config: TranslationConfig) -> None:
     at_least = [("data.max_tokens", dc.max_tokens, 1, ""), ("data.train_limit", dc.train_limit, 0, " (0: all pairs)"),
                 ("train.batch_size", tc.batch_size, 1, ""), ("train.max_epochs", tc.max_epochs, 1, ""),
                 ("train.max_steps", tc.max_steps, 0, " (0: no limit)"),
+                ("train.warmup_steps", tc.warmup_steps, 0, " (0: no warm-up)"),
                 ("train.keep_last", tc.keep_last, 0, " (0: keep all)"),
                 ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)")]
     if dc.preprocessing == "bpe":  # vocab_size is the BPE's; the word vocabulary ignores it
@@ -289,7 +291,8 @@ def _check_settings(config: TranslationConfig) -> None:
     for key, value, low, meaning in at_least:
         if value < low:
             raise ValueError(f"{key} must be >= {low}{meaning}, got {value}")
-    check_number("train.lr", tc.lr, low=0.0, low_open=True)
+    check_number("train.lr", tc.lr, low=0.0, high=FLOAT32_MAX, low_open=True,
+                 meaning=" (Adam keeps it in float32)")
     check_number("train.label_smoothing", tc.label_smoothing, low=0.0, high=1.0, high_open=True)
     check_number("train.weight_decay", tc.weight_decay, low=0.0)
     check_number("train.clip_norm", tc.clip_norm, low=0.0, meaning=" (0: no clipping)")
@@ -344,6 +347,11 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     last_path = run_dir / "last.pt"
     resume = load_checkpoint(last_path, CHECKPOINT_KIND) if last_path.is_file() else None
     if resume is not None:
+        missing = [k for k in ("optimizer_state", "progress", "rng_state") if k not in resume]
+        if missing:  # an epoch or averaged checkpoint copied over last.pt
+            raise ValueError(f"cannot resume {last_path}: it holds weights only, not a training state (no "
+                             f"{missing[0]}); epochN.pt and averaged checkpoints are written that way — resume from "
+                             "the run's own last.pt, or start the run in a new --run-dir")
         # a checkpoint written before a setting existed had that setting's default: fill it in
         saved = config_to_dict(config_from_dict(resume["config"], TranslationConfig, where=f"{last_path} config"))
         diffs = _config_differences(saved, cfg_dict, ignore=RESUMABLE_CHANGES)
@@ -515,6 +523,15 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     """Average the weights of translation checkpoints of one run (same config) into ``output``."""
     if not paths:
         raise ValueError("no checkpoints to average")
+    if Path(output).is_file():
+        try:
+            existing = load_checkpoint(output, CHECKPOINT_KIND)
+        except ValueError:  # not a translation checkpoint: the user's file to replace
+            existing = {}
+        if "optimizer_state" in existing:
+            raise ValueError(f"--output {output} is a training run's resume checkpoint (it holds the optimizer state); "
+                             "the average would replace it — write it to a new file (e.g. averaged.pt)")
+
     def full_config(ck: dict, path) -> dict:  # a setting a checkpoint predates had its default: fill it in
         return config_to_dict(config_from_dict(ck["config"], TranslationConfig, where=f"{path} config"))
 

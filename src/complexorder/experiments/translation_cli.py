@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..checkpoint import append_jsonl, atomic_write_text, check_writable
+from ..checkpoint import append_jsonl, atomic_write_text, check_results_file, check_writable
 from ..config import config_to_dict
 from ..environment import resolve_device, set_threads
 
@@ -111,10 +111,24 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"Multi30k is in {download_multi30k(args.data_dir)}")
         return 0
-    for option in ("output", "hypotheses", "results"):  # before any work: an unwritable output is a one-line error
+    # before any work: an unwritable output, or one that would overwrite an input, is a one-line error
+    reads = {}
+    if getattr(args, "checkpoint", None):
+        reads["the checkpoint this command loads (--checkpoint)"] = args.checkpoint
+    if args.action == "run":
+        reads["the input file (--input)"] = args.input
+    elif args.action == "eval":  # the split's two files (a missing one is named later, by the evaluation)
+        from ..data.multi30k import multi30k_dir
+
+        for lang in ("en", "de"):
+            path = multi30k_dir(args.data_dir) / f"{args.split}.{lang}"
+            reads[f"a file of the {args.split} split ({path.name})"] = path
+    for option in ("output", "hypotheses"):
         value = getattr(args, option, None)
         if value is not None and not (option == "output" and value == "-"):  # run's "--output -" is standard output
-            check_writable(value, f"--{option}")
+            check_writable(value, f"--{option}", inputs=reads)
+    if getattr(args, "results", None) is not None:
+        check_results_file(args.results, "--results")
     if args.action == "average":
         if args.run_dir and args.checkpoints:
             raise ValueError("give checkpoints to average or --run-dir, not both")

@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..config import check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
@@ -221,6 +222,10 @@ class TransformerSeq2Seq(nn.Module):
             raise ValueError(f"model.d_model and model.nhead must be positive, got {config.d_model} and {config.nhead}")
         if config.d_model % config.nhead:
             raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
+        for key in ("num_encoder_layers", "num_decoder_layers", "dim_feedforward"):
+            if getattr(config, key) < 1:
+                raise ValueError(f"model.{key} must be a positive integer, got {getattr(config, key)}")
+        check_number("model.dropout", config.dropout, low=0.0, high=1.0, high_open=True)
         smallest = min(src_vocab_size, tgt_vocab_size)
         if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < smallest:
             # a negative id would embed as row V + pad_id but never be masked (src == pad_id compares the raw id)

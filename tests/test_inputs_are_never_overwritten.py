@@ -1,0 +1,256 @@
+"""Bad input found by a user's-eye sweep (stop 70): outputs that would destroy inputs, foreign results files,
+divergence recorded as a result, and data defects that silently changed the data. Each case: a one-line error,
+and the input left as it was."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from complexorder.checkpoint import check_results_file, check_writable, save_checkpoint
+from complexorder.cli import main
+from complexorder.data.batching import EncodedDataset
+from complexorder.data.classification import TextClassificationData, make_split
+from complexorder.data.text import read_lines
+from complexorder.data.vectors import load_word_vectors
+from complexorder.experiments.classification import Variant, plan_units
+from complexorder.experiments.translation import average_checkpoints
+from complexorder.experiments.training import train_classifier
+from complexorder.models import build_classifier
+import complexorder as co
+
+from test_classification_runner import tiny_grid
+
+
+def run_cli(argv, capsys):
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+# --- outputs over inputs ---------------------------------------------------------------------------------------
+
+
+def test_check_writable_refuses_an_output_that_is_an_input_also_through_a_link(tmp_path):
+    source = tmp_path / "refs.de"
+    source.write_text("ein Satz\n")
+    (tmp_path / "link.de").symlink_to(source)
+    for out in (source, tmp_path / "link.de", tmp_path / "sub" / ".." / "refs.de"):
+        with pytest.raises(ValueError, match=r"^--hypotheses .* is the references, which this command reads; "
+                                             r"writing it would destroy it — choose another file$"):
+            check_writable(out, "--hypotheses", inputs={"the references": source})
+    check_writable(tmp_path / "hyps.de", "--hypotheses", inputs={"the references": source, "stdin": "-"})
+
+
+def multi30k(root: Path) -> Path:
+    folder = root / "translation" / "multi30k"
+    folder.mkdir(parents=True)
+    for name in ("test2016.en", "test2016.de"):
+        (folder / name).write_text("a b\n")
+    return folder
+
+
+def test_translate_eval_never_writes_hypotheses_over_its_references_or_checkpoint(tmp_path, capsys):
+    folder = multi30k(tmp_path)
+    checkpoint = tmp_path / "last.pt"
+    checkpoint.write_bytes(b"weights")
+    for target, what in ((folder / "test2016.de", r"a file of the test2016 split \(test2016\.de\)"),
+                         (checkpoint, r"the checkpoint this command loads \(--checkpoint\)")):
+        code, err = run_cli(["translate", "eval", "--checkpoint", checkpoint, "--data-dir", tmp_path,
+                             "--hypotheses", target], capsys)
+        assert code == 2 and len(err) == 1
+        assert re.fullmatch(rf"complexorder: error: --hypotheses {re.escape(str(target))} is {what}, which this "
+                            r"command reads; writing it would destroy it — choose another file", err[0])
+    assert (folder / "test2016.de").read_text() == "a b\n" and checkpoint.read_bytes() == b"weights"
+
+
+def test_translate_run_never_writes_over_its_input(tmp_path, capsys):
+    text = tmp_path / "in.en"
+    text.write_text("a b\n")
+    code, err = run_cli(["translate", "run", "--checkpoint", tmp_path / "x.pt", "--input", text,
+                         "--output", text], capsys)
+    assert code == 2 and "is the input file (--input), which this command reads" in err[0]
+    assert text.read_text() == "a b\n"
+
+
+def test_translate_average_never_replaces_a_resume_checkpoint(tmp_path):
+    last = tmp_path / "last.pt"
+    save_checkpoint(last, "translation", {}, {}, optimizer_state={"state": {}}, progress={"step": 3})
+    before = last.read_bytes()
+    with pytest.raises(ValueError, match=rf"^--output {re.escape(str(last))} is a training run's resume checkpoint "
+                                         r"\(it holds the optimizer state\); the average would replace it"):
+        average_checkpoints([tmp_path / "epoch1.pt"], last)
+    assert last.read_bytes() == before
+
+
+def test_report_never_writes_its_table_over_its_results_or_notes(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(Path("benchmarks/results/table2_transformer_lr1e-4.jsonl").read_bytes())
+    notes = tmp_path / "notes.md"
+    notes.write_text("hand-written\n")
+    before = results.read_bytes()
+    for out, what in ((results, "a results file it renders"), (notes, "the notes file it appends")):
+        code, err = run_cli(["report", "--results", results, "--notes", notes, "--out", out], capsys)
+        assert code == 2 and f"--out {out} is {what}" in err[-1]
+    assert results.read_bytes() == before and notes.read_text() == "hand-written\n"
+
+
+def test_vectors_train_never_writes_into_the_data_it_reads(tmp_path, capsys):
+    target = tmp_path / "classification" / "TREC" / "TREC_10.label"
+    target.parent.mkdir(parents=True)
+    target.write_text("DESC:def what is a test ?\n")
+    code, err = run_cli(["vectors", "train", "--data-dir", tmp_path, "--out", target], capsys)
+    assert code == 2 and re.fullmatch(rf"complexorder: error: --out {re.escape(str(target))} is inside the data "
+                                      rf"folder it reads \({re.escape(str(tmp_path / 'classification'))}\), which "
+                                      r"this command reads; write the vectors elsewhere \(e\.g\. vectors/sg300\.txt\)",
+                                      err[-1])
+    assert target.read_text() == "DESC:def what is a test ?\n"
+    (tmp_path / "v.txt.json").mkdir()  # the provenance record could not be written after the training
+    code, err = run_cli(["vectors", "train", "--data-dir", tmp_path, "--out", tmp_path / "v.txt"], capsys)
+    assert code == 2 and "--out (its provenance record)" in err[-1] and not (tmp_path / "v.txt").exists()
+
+
+# --- results files ---------------------------------------------------------------------------------------------
+
+
+def test_results_file_must_be_json_lines_or_new(tmp_path):
+    check_results_file(tmp_path / "new.jsonl", "--results")
+    (tmp_path / "empty.jsonl").write_text("")
+    check_results_file(tmp_path / "empty.jsonl", "--results")
+    (tmp_path / "ok.jsonl").write_text('{"a": 1}\n')
+    check_results_file(tmp_path / "ok.jsonl", "--results")
+    (tmp_path / "cut.jsonl").write_text('{"a": ')  # a first record cut short by a crash is still a results file
+    check_results_file(tmp_path / "cut.jsonl", "--results")
+    corpus = tmp_path / "valid.txt"
+    corpus.write_text("anarchism originated as a term")
+    with pytest.raises(ValueError, match=rf"^--results {re.escape(str(corpus))} is not a JSON-lines results file "
+                                         r"\(line 1 is not a JSON object\)"):
+        check_results_file(corpus, "--results")
+    if os.path.exists("/dev/null"):  # the grid reads its results file first: a device or pipe would hang it
+        for content in (True, False):
+            with pytest.raises(ValueError, match=r"^--results /dev/null is not a regular file"):
+                check_results_file("/dev/null", "--results", content=content)
+
+
+def test_lm_eval_never_appends_to_a_corpus_file(tmp_path, capsys):
+    corpus = tmp_path / "valid.txt"
+    corpus.write_text("anarchism originated")
+    code, err = run_cli(["lm", "eval", "--checkpoint", tmp_path / "best.pt", "--corpus", tmp_path,
+                         "--results", corpus], capsys)
+    assert code == 2 and "is not a JSON-lines results file" in err[-1]
+    assert corpus.read_text() == "anarchism originated"
+
+
+# --- classification --------------------------------------------------------------------------------------------
+
+
+def test_a_diverging_classifier_is_an_error_not_a_recorded_result():
+    data = EncodedDataset([torch.tensor(s) for s in [[1, 2, 3], [2, 3, 4]] * 8], torch.tensor([0, 1] * 8))
+    model = build_classifier("fasttext", co.build_embedding("none", 6, 4, padding_idx=0), num_classes=2, hidden=4)
+    with torch.no_grad():
+        model.embedding.weight.fill_(math.nan)
+    with pytest.raises(FloatingPointError, match=r"^unit: training diverged in epoch 1: the mean training loss is "
+                                                 r"nan; lower the learning rate \(this unit is not recorded\)$"):
+        train_classifier(model, data, data, epochs=2, batch_size=4, lr=1e-3, progress=False, desc="unit")
+
+
+@pytest.mark.parametrize("key, value", [("lr", math.inf), ("lr", 1e300), ("weight_decay", math.inf)])
+def test_learning_rate_and_weight_decay_must_be_finite(tmp_path, key, value):
+    import dataclasses
+
+    grid = tiny_grid(tmp_path, models=["cnn"])
+    grid = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, **{key: value}))
+    with pytest.raises(ValueError, match=rf"\[cnn\] {key} must be a finite number"):
+        plan_units(grid)
+
+
+def test_checkpoint_names_of_two_rows_may_not_collide_and_labels_may_not_be_empty(tmp_path):
+    from complexorder.experiments.classification import check_checkpoint_names
+
+    grid = tiny_grid(tmp_path, models=["cnn"], checkpoint_dir=str(tmp_path / "ck"),
+                     variants=[Variant("x/y", "complex-order"), Variant("x y", "complex-vanilla")])
+    with pytest.raises(ValueError, match=r"^rows 'x/y' and 'x y' would write the same checkpoint file "
+                                         r"MR-cnn-x_y-fold-0\.pt \(spaces and '/' become '_'\); rename one of them$"):
+        check_checkpoint_names(grid, plan_units(grid))
+    with pytest.raises(ValueError, match=r"^variants: a label is empty; give every row a name$"):
+        plan_units(tiny_grid(tmp_path / "b", variants=[Variant(" ", "complex-order")]))
+    with pytest.raises(ValueError, match=r"option\(s\) padding_idx are set by the runner"):
+        plan_units(tiny_grid(tmp_path / "c", variants=[Variant("p", "complex-order", {"padding_idx": 3})]))
+
+
+def test_a_file_with_carriage_returns_alone_is_an_error_not_one_long_example(tmp_path):
+    path = tmp_path / "TREC_10.label"
+    path.write_bytes(b"DESC:def what is it ?\rHUM:ind who is he ?\r")
+    with pytest.raises(ValueError, match=r"its lines end in '\\r' alone \(classic Mac line ends\) and it holds no "
+                                         r"'\\n'; convert it"):
+        read_lines(path)
+    path.write_bytes(b"DESC:def what is it ?\r\nHUM:ind who is he ?\r\n")  # CRLF stays fine
+    assert read_lines(path) == ["DESC:def what is it ?", "HUM:ind who is he ?"]
+
+
+def test_a_split_part_that_rounds_to_nothing_is_an_error_naming_the_sizes():
+    data = TextClassificationData("TREC", ("A", "B"), {"train": [["a"], ["b"], ["c"]], "dev": [], "test": [["d"]]},
+                                  {"train": [0, 1, 0], "dev": [], "test": [1]}, [])
+    with pytest.raises(ValueError, match=r"^TREC seed-1: the dev split is empty \(train 3, dev 0, test 1 examples; "
+                                         r"dev holds out 10% of each class\); the data set is too small"):
+        make_split(data, "seed-1")
+
+
+# --- word vectors ----------------------------------------------------------------------------------------------
+
+
+def test_vectors_whose_header_miscounts_are_empty_or_not_finite_are_errors(tmp_path):
+    rows = [f"w{i} " + " ".join(["0.5"] * 4) for i in range(6)]
+    path = tmp_path / "v.txt"
+    path.write_text("3 4\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=r"its header declares 3 vectors but the file has 6 rows"):
+        load_word_vectors(path, "word2vec-text")
+    path.write_text("0 4\n")
+    with pytest.raises(ValueError, match=r"holds no vectors"):
+        load_word_vectors(path, "word2vec-text")
+    path.write_text("6 4\n" + "\n".join(rows[:2] + ["bad nan 0 0 0"] + rows[3:]) + "\n")
+    with pytest.raises(ValueError, match=r"the vector of 'bad' \(vector 3\) holds a value that is not finite"):
+        load_word_vectors(path, "word2vec-text")
+    path.write_text("6 4\n" + "\n".join(rows) + "\n")
+    assert len(load_word_vectors(path, "word2vec-text")) == 6
+
+
+# --- settings and API arguments --------------------------------------------------------------------------------
+
+
+def test_a_config_file_with_a_utf8_byte_order_mark_reads_as_without(tmp_path):
+    from complexorder.config import read_toml
+
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbfname = \"x\"\n")
+    assert read_toml(tmp_path / "bom.toml") == {"name": "x"}
+
+
+def test_translation_settings_are_named_when_out_of_range():
+    from complexorder.experiments.translation import _check_settings, resolve_config
+    from complexorder.models.seq2seq import TransformerSeq2Seq
+
+    for key, value, message in (("train.lr", 1e300, r"train\.lr must be a finite number in \(0, 3\.40282e\+38\] "
+                                                     r"\(Adam keeps it in float32\), got 1e\+300"),
+                                ("train.warmup_steps", -1, r"train\.warmup_steps must be >= 0 \(0: no warm-up\), got -1")):
+        with pytest.raises(ValueError, match=rf"^{message}$"):
+            _check_settings(resolve_config("cpu-complex-order", {key: value}))
+    for key, value, message in (("model.dropout", 1.5, r"model\.dropout must be a finite number in \[0, 1\), got 1\.5"),
+                                ("model.dim_feedforward", 0, r"model\.dim_feedforward must be a positive integer, got 0")):
+        with pytest.raises(ValueError, match=rf"^{message}$"):
+            TransformerSeq2Seq(resolve_config("cpu-complex-order", {key: value}).model, 50, 50)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"padding_idx": 1.0}, r"padding_idx must be an integer token id or None, got 1\.0"),
+    ({"padding_idx": True}, r"padding_idx must be an integer token id or None, got True"),
+    ({"dtype": torch.complex64}, r"dtype must be a real floating-point dtype .*got torch\.complex64"),
+    ({"dtype": torch.int64}, r"dtype must be a real floating-point dtype .*got torch\.int64"),
+])
+@pytest.mark.parametrize("name", ["none", "pe", "tpe", "complex-vanilla", "complex-order"])
+def test_embedding_arguments_of_the_wrong_kind_are_named(name, kwargs, message):
+    with pytest.raises(ValueError, match=rf"^{message}"):
+        co.build_embedding(name, 10, 4, **kwargs)
