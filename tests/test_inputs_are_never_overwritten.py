@@ -234,8 +234,7 @@ def test_translation_settings_are_named_when_out_of_range():
     from complexorder.models.seq2seq import TransformerSeq2Seq
 
     for key, value, message in (("train.lr", 1e300, r"train\.lr must be a finite number in \(0, 3\.40282e\+38\] "
-                                                     r"\(Adam keeps it in float32\), got 1e\+300"),
-                                ("train.warmup_steps", -1, r"train\.warmup_steps must be >= 0 \(0: no warm-up\), got -1")):
+                                                     r"\(Adam keeps it in float32\), got 1e\+300"),):
         with pytest.raises(ValueError, match=rf"^{message}$"):
             _check_settings(resolve_config("cpu-complex-order", {key: value}))
     for key, value, message in (("model.dropout", 1.5, r"model\.dropout must be a finite number in \[0, 1\), got 1\.5"),
@@ -254,3 +253,16 @@ def test_translation_settings_are_named_when_out_of_range():
 def test_embedding_arguments_of_the_wrong_kind_are_named(name, kwargs, message):
     with pytest.raises(ValueError, match=rf"^{message}"):
         co.build_embedding(name, 10, 4, **kwargs)
+
+
+def test_a_directory_where_a_data_file_or_a_file_where_the_corpus_directory_belongs_is_named(tmp_path):
+    from complexorder.data.paths import require_file
+    from complexorder.data.text8 import load_corpus
+
+    (tmp_path / "TREC_10.label").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"^data file TREC_10\.label is a directory \(at .*\), expected a "
+                                                r"file; get it$"):
+        require_file(tmp_path / "TREC_10.label", "get it")
+    (tmp_path / "train.txt").write_text("abc")
+    with pytest.raises(NotADirectoryError, match=r"^corpus .*train\.txt is a file; pass the corpus directory"):
+        load_corpus(tmp_path / "train.txt")

@@ -827,7 +827,8 @@ def test_optimizer_groups_never_decay_angles_and_scale_only_the_frequencies(embe
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("train.lr", float("inf"), "train.lr must be a finite number > 0, got inf"),  # was: BPC Infinity, exit 0
+    ("train.lr", float("inf"),  # was: BPC Infinity, exit 0
+     "train.lr must be a finite number in (0, 3.40282e+38] (Adam keeps it in float32), got inf"),
     ("train.min_lr", float("nan"), "train.min_lr must be a finite number in [0, 0.003] (the cosine schedule's end, "
                                    "at most train.lr), got nan"),  # was: NaN passed `min_lr < 0 or min_lr > lr`
     ("train.clip", -1.0, "train.clip must be a finite number >= 0 (0: no clipping), got -1.0"),

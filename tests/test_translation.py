@@ -858,8 +858,9 @@ def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start
     ("train.max_epochs", 0, "train.max_epochs must be >= 1, got 0"),
     ("data.vocab_size", 0, "data.vocab_size must be >= 1, got 0"),  # was: a sentencepiece traceback
     ("train.label_smoothing", 2.0, "train.label_smoothing must be a finite number in [0, 1), got 2.0"),  # was: a torch traceback
-    ("train.lr", -1.0, "train.lr must be a finite number > 0, got -1.0"),
-    ("train.lr", float("inf"), "train.lr must be a finite number > 0, got inf"),  # was: NaN loss, exit 0
+    ("train.lr", -1.0, "train.lr must be a finite number in (0, 3.40282e+38] (Adam keeps it in float32), got -1.0"),
+    ("train.lr", float("inf"),  # was: NaN loss, exit 0
+     "train.lr must be a finite number in (0, 3.40282e+38] (Adam keeps it in float32), got inf"),
     ("train.clip_norm", -1.0, "train.clip_norm must be a finite number >= 0 (0: no clipping), got -1.0"),  # was: uphill
     ("train.weight_decay", -1.0, "train.weight_decay must be a finite number >= 0, got -1.0"),
     ("train.adam_eps", 0.0, "train.adam_eps must be a finite number > 0, got 0.0"),

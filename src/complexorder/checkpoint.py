@@ -20,9 +20,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "check_results_file", "atomic_write_bytes", "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl",
-           "is_cut_record", "save_checkpoint",
-           "load_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["check_writable", "check_results_file", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
+           "read_jsonl", "scan_jsonl", "is_cut_record", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
 CHECKPOINT_VERSION = 1

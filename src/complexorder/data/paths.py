@@ -27,6 +27,8 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
 
 def require_file(path: Path, how_to_get: str) -> Path:
     """``path`` if it is a file, else a one-line error saying which file, where, and how to get it."""
+    if path.is_dir():
+        raise IsADirectoryError(f"data file {path.name} is a directory (at {path}), expected a file; {how_to_get}")
     if not path.is_file():
         raise FileNotFoundError(f"missing data file {path.name} (expected at {path}); {how_to_get}")
     return path

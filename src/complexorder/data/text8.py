@@ -133,6 +133,9 @@ def normalise_text8(text: str) -> tuple[str, int]:
 def load_corpus(corpus_dir: str | Path, splits: tuple[str, ...] = SPLITS) -> dict[str, Tensor]:
     """The character ids of ``corpus_dir/{split}.txt`` for each split (``torch.uint8``, 1-d)."""
     corpus_dir = Path(corpus_dir)
+    if corpus_dir.is_file():
+        raise NotADirectoryError(f"corpus {corpus_dir} is a file; pass the corpus directory that holds train.txt, "
+                                 f"valid.txt and test.txt (here {corpus_dir.parent})")
     if not corpus_dir.is_dir():
         raise FileNotFoundError(f"corpus directory {corpus_dir} does not exist; build one with "
                                 f"'complexorder lm build-corpus' or 'complexorder lm prepare-text8'")

@@ -283,7 +283,6 @@ def _check_settings(config: TranslationConfig) -> None:
     at_least = [("data.max_tokens", dc.max_tokens, 1, ""), ("data.train_limit", dc.train_limit, 0, " (0: all pairs)"),
                 ("train.batch_size", tc.batch_size, 1, ""), ("train.max_epochs", tc.max_epochs, 1, ""),
                 ("train.max_steps", tc.max_steps, 0, " (0: no limit)"),
-                ("train.warmup_steps", tc.warmup_steps, 0, " (0: no warm-up)"),
                 ("train.keep_last", tc.keep_last, 0, " (0: keep all)"),
                 ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)")]
     if dc.preprocessing == "bpe":  # vocab_size is the BPE's; the word vocabulary ignores it
