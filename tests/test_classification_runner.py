@@ -646,7 +646,7 @@ def test_configured_complex_order_rows_are_tested_against_the_baselines_too():
     ({"epochs": -3}, r"\[cnn\] epochs must be a positive integer, got -3"),
     ({"filter_sizes": ()}, r"\[cnn\] filter_sizes must be a non-empty list of positive integers, got \(\)"),
     ({"dropout": 1.0}, r"\[cnn\] dropout must be a number in \[0, 1\), got 1.0"),
-    ({"lr": 0.0}, r"\[cnn\] lr must be a finite number > 0, got 0.0"),
+    ({"lr": 0.0}, r"\[cnn\] lr must be a finite number in \(0, 3.40282e\+38\] \(Adam keeps it in float32\), got 0.0"),
     ({"patience": 0}, r"\[cnn\] patience must be a positive integer \(epochs without a better dev accuracy before "
                       r"stopping\), got 0"),
     ({"nhead": 3}, r"\[transformer\] nhead must be a divisor of embedding_dim \(8\), got 3"),
@@ -676,7 +676,8 @@ def test_variant_options_the_runner_sets_are_refused(tmp_path):
     for key in ("sparse", "dtype"):
         variants = [Variant("mine", "complex-order", {key: False})]
         with pytest.raises(ValueError, match=rf"^variant 'mine': option\(s\) {key} are set by the runner "
-                                             r"\(sparse from the model section's sparse_embeddings\), not per variant$"):
+                                             r"\(sparse from the model section's sparse_embeddings, the sizes, "
+                                             r"padding and pretrained vectors from the data\), not per variant$"):
             plan_units(tiny_grid(tmp_path / key, variants=variants))
 
 

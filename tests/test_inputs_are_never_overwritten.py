@@ -44,6 +44,8 @@ def test_check_writable_refuses_an_output_that_is_an_input_also_through_a_link(t
                                              r"writing it would destroy it — choose another file$"):
             check_writable(out, "--hypotheses", inputs={"the references": source})
     check_writable(tmp_path / "hyps.de", "--hypotheses", inputs={"the references": source, "stdin": "-"})
+    if os.path.exists("/dev/null"):  # a device is written to, never replaced (--input /dev/stdin --output /dev/stdout)
+        check_writable("/dev/null", "--output", inputs={"the input file": "/dev/null"})
 
 
 def multi30k(root: Path) -> Path:
@@ -128,12 +130,18 @@ def test_results_file_must_be_json_lines_or_new(tmp_path):
     corpus = tmp_path / "valid.txt"
     corpus.write_text("anarchism originated as a term")
     with pytest.raises(ValueError, match=rf"^--results {re.escape(str(corpus))} is not a JSON-lines results file "
-                                         r"\(line 1 is not a JSON object\)"):
+                                         r"\(its first line is not a JSON object\)"):
         check_results_file(corpus, "--results")
-    if os.path.exists("/dev/null"):  # the grid reads its results file first: a device or pipe would hang it
-        for content in (True, False):
-            with pytest.raises(ValueError, match=r"^--results /dev/null is not a regular file"):
-                check_results_file("/dev/null", "--results", content=content)
+    (tmp_path / "blank-first.jsonl").write_text('\n  \n{"a": 1}\n')  # the readers skip blank lines too
+    check_results_file(tmp_path / "blank-first.jsonl", "--results")
+    if os.path.exists("/dev/zero"):
+        for device in ("/dev/null", "/dev/zero"):  # appending to a device or pipe replaces nothing
+            check_results_file(device, "--results")
+        check_results_file("/dev/null", "--results", read_first=True)  # reads as empty at once
+        # a grid reads its results file before it runs: /dev/zero (or /dev/stdout, a pipe) would never end
+        with pytest.raises(ValueError, match=r"^--results /dev/zero is not a regular file, and this command reads its "
+                                             r"results file before running"):
+            check_results_file("/dev/zero", "--results", read_first=True)
 
 
 def test_lm_eval_never_appends_to_a_corpus_file(tmp_path, capsys):
@@ -148,14 +156,38 @@ def test_lm_eval_never_appends_to_a_corpus_file(tmp_path, capsys):
 # --- classification --------------------------------------------------------------------------------------------
 
 
-def test_a_diverging_classifier_is_an_error_not_a_recorded_result():
+def tiny_fasttext():
     data = EncodedDataset([torch.tensor(s) for s in [[1, 2, 3], [2, 3, 4]] * 8], torch.tensor([0, 1] * 8))
     model = build_classifier("fasttext", co.build_embedding("none", 6, 4, padding_idx=0), num_classes=2, hidden=4)
+    return data, model
+
+
+def test_a_classifier_diverging_before_any_kept_epoch_is_an_error_not_a_recorded_result():
+    data, model = tiny_fasttext()
     with torch.no_grad():
         model.embedding.weight.fill_(math.nan)
     with pytest.raises(FloatingPointError, match=r"^unit: training diverged in epoch 1: the mean training loss is "
-                                                 r"nan; lower the learning rate \(this unit is not recorded\)$"):
+                                                 r"nan, and no earlier epoch was kept by dev accuracy; lower the "
+                                                 r"learning rate \(this unit is not recorded\)$"):
         train_classifier(model, data, data, epochs=2, batch_size=4, lr=1e-3, progress=False, desc="unit")
+
+
+def test_a_classifier_diverging_after_a_kept_epoch_keeps_that_epoch():
+    data, model = tiny_fasttext()
+    calls = []
+
+    def poison(module, args):  # the 5th training batch (epoch 2 of 4 batches) meets NaN weights
+        if module.training:
+            calls.append(1)
+            if len(calls) == 5:
+                with torch.no_grad():
+                    module.embedding.weight.fill_(math.nan)
+
+    model.register_forward_pre_hook(poison)
+    result = train_classifier(model, data, data, epochs=6, batch_size=4, lr=1e-3, progress=False, patience=3)
+    assert result.best_epoch == 1 and result.epochs_run == 2
+    assert result.history[-1]["diverged"] is True and "dev_accuracy" not in result.history[-1]
+    assert all(bool(p.isfinite().all()) for p in model.parameters())  # the kept epoch's weights
 
 
 @pytest.mark.parametrize("key, value", [("lr", math.inf), ("lr", 1e300), ("weight_decay", math.inf)])
@@ -207,7 +239,7 @@ def test_vectors_whose_header_miscounts_are_empty_or_not_finite_are_errors(tmp_p
     rows = [f"w{i} " + " ".join(["0.5"] * 4) for i in range(6)]
     path = tmp_path / "v.txt"
     path.write_text("3 4\n" + "\n".join(rows) + "\n")
-    with pytest.raises(ValueError, match=r"its header declares 3 vectors but the file has 6 rows"):
+    with pytest.raises(ValueError, match=r"it has 6 vector rows where its header declares 3; correct the header"):
         load_word_vectors(path, "word2vec-text")
     path.write_text("0 4\n")
     with pytest.raises(ValueError, match=r"holds no vectors"):

@@ -449,8 +449,8 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     before = epochs[1].read_bytes()
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output", str(epochs[1])]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --output {epochs[1]} is one of the checkpoints to "
-                                               "average; the average would replace it — write it to a new file (e.g. "
-                                               "averaged.pt)")
+                                               f"average ({epochs[1]}), which this command reads; writing it would "
+                                               "destroy it — choose another file")
     assert epochs[1].read_bytes() == before
     (run_dir / "epoch_avg.pt").unlink()
     # checkpoints of one config but another tokenizer (other training data) are not averaged

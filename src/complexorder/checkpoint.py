@@ -9,6 +9,7 @@ A checkpoint is a plain dict saved with ``torch.save`` and read back with
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -91,33 +92,45 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
                 raise PermissionError(f"cannot write {path}: the file is not writable")
     except PermissionError as exc:
         raise PermissionError(f"{option}: {exc}") from None
+    if _is_special(path):  # writing to a device or pipe (/dev/stdout) replaces no file
+        return
     for what, source in (inputs or {}).items():
         if source is not None and str(source) != "-" and _same_file(path, source):
             raise ValueError(f"{option} {path} is {what}, which this command reads; writing it would destroy it — "
                              "choose another file")
 
 
-def check_results_file(path: str | Path, option: str, *, content: bool = True) -> None:
-    """Before a command appends to (and, for grids, reads) the JSON-lines results file ``path``: fail at once
-    unless it is missing, empty, or a regular file whose first line is a JSON object. A device or pipe
-    (``/dev/stdout``) would hang the read or lose the records; any other file (a corpus, a checkpoint, a Markdown
-    table) would be corrupted by the appended line. ``content=False`` leaves the lines to a caller that reads
-    them all anyway (the classification grid, whose errors name the line and what it holds)."""
+def check_results_file(path: str | Path, option: str, *, read_first: bool = False) -> None:
+    """Before a command appends to the JSON-lines results file ``path``: fail at once unless it is missing, a
+    device or pipe (the line goes there: ``/dev/null``, a process substitution), or a regular file whose first
+    non-blank line is a JSON object (a record cut short by a crash counts). Any other file (a corpus, a
+    checkpoint, a Markdown table) would be corrupted by the appended line.
+
+    ``read_first``: the command reads the whole file before appending (the classification grid, to skip its
+    finished units). Its own reader names a bad line more precisely, so the lines are left to it; but a device
+    other than ``/dev/null``, or a pipe, would hang that read (``/dev/stdout`` is the process's own output), so
+    those are refused.
+    """
     path = Path(path)
     check_writable(path, option)
     if _is_special(path):
-        raise ValueError(f"{option} {path} is not a regular file; results are appended to a JSON-lines file")
-    if not content or not path.is_file() or path.stat().st_size == 0:
+        if read_first and not _same_file(path, os.devnull):
+            raise ValueError(f"{option} {path} is not a regular file, and this command reads its results file "
+                             "before running (to skip finished units); give a file")
+        return
+    if read_first or not path.is_file():
         return
     with open(path, "rb") as f:
-        first = f.readline(1 << 20)
+        first = next((line for line in iter(lambda: f.readline(1 << 20), b"") if line.strip()), b"")
+    if not first:  # empty, or blank lines only
+        return
     try:
         is_record = isinstance(json.loads(first), dict)
     except ValueError:  # JSONDecodeError and UnicodeDecodeError: a record cut short by a crash still counts
         is_record = is_cut_record(first.decode("utf-8", "replace"))
     if not is_record:
-        raise ValueError(f"{option} {path} is not a JSON-lines results file (line 1 is not a JSON object); results "
-                         "are appended one JSON object per line — choose another file")
+        raise ValueError(f"{option} {path} is not a JSON-lines results file (its first line is not a JSON object); "
+                         "results are appended one JSON object per line — choose another file")
 
 
 def _is_special(path: Path) -> bool:
@@ -137,6 +150,22 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     pipe or socket (``/dev/null``, ``/dev/stdout``, a FIFO) is written to directly, never replaced.
     """
     path = Path(path)
+    with _naming_write_failures(path):
+        _atomic_write_bytes(path, data)
+
+
+@contextlib.contextmanager
+def _naming_write_failures(path: Path):
+    """A failed ``write()`` or ``fsync()`` (a full disk) names no file: re-raise it naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None and exc.strerror:
+            raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror}") from None
+        raise
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
     if _is_special(path):
         with open(path, "wb") as fh:
             fh.write(data)
@@ -209,10 +238,10 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     _check_writable_dir(path)
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
     if _is_special(path):  # /dev/null, a pipe: nothing to seek, lock or fsync
-        with open(path, "ab") as fh:
+        with _naming_write_failures(path), open(path, "ab") as fh:
             fh.write(line)
         return
-    with _open_locked(path) as fh:
+    with _naming_write_failures(path), _open_locked(path) as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:  # after an interrupted write, start a fresh line
             fh.seek(-1, os.SEEK_END)

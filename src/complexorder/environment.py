@@ -46,9 +46,10 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
     if threads is None:
         env = os.environ.get("OMP_NUM_THREADS", "")
         threads = int(env) if env.isdigit() and int(env) > 0 else None
+        flag = "$OMP_NUM_THREADS"
     elif threads < 1:
         raise ValueError(f"{flag}: expected a positive number of threads, got {threads}")
-    elif threads > MAX_THREADS:  # far past any machine's cores; at 100,000 OpenMP crashed the process (SIGSEGV)
+    if threads is not None and threads > MAX_THREADS:  # at 100,000 OpenMP crashed the process (SIGSEGV)
         raise ValueError(f"{flag}: at most {MAX_THREADS} threads, got {threads} (this machine has "
                          f"{os.cpu_count()} cores)")
     if threads:

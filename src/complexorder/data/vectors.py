@@ -202,8 +202,10 @@ def _text_rows_problem(path: Path, fmt: str) -> str | None:
     naming the line (a file cut short by an interrupted copy, say); None when neither (or another format)."""
     if fmt not in ("word2vec-text", "glove"):
         return None
+    from gensim import utils  # opens .gz / .bz2 files as gensim itself reads them
+
     dim, declared, rows = None, None, 0
-    with path.open("rb") as fh:
+    with utils.open(str(path), "rb") as fh:
         for number, raw in enumerate(fh, 1):
             parts = raw.decode("utf-8", errors="replace").split()
             if number == 1 and fmt == "word2vec-text":
@@ -222,6 +224,8 @@ def _text_rows_problem(path: Path, fmt: str) -> str | None:
             rows += 1
     if declared is not None and rows < declared:
         return f"it has {rows} vector rows where its header declares {declared} (truncated?)"
+    if declared is not None and rows > declared:  # gensim reads the declared number and drops the rest unsaid
+        return f"it has {rows} vector rows where its header declares {declared}; correct the header's first number"
     return None
 
 
@@ -251,11 +255,9 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
     if len(kv) == 0:
         raise ValueError(f"vectors file {path} holds no vectors{_format_hint(path, fmt)}")
     if fmt == "word2vec-text":  # gensim reads as many rows as the header declares and drops the rest unsaid
-        with open(path, "rb") as handle:
-            rows = sum(1 for line in handle if line.strip()) - 1
-        if rows != len(kv):
-            raise ValueError(f"vectors file {path}: its header declares {len(kv)} vectors but the file has {rows} "
-                             "rows; correct the header's first number")
+        problem = _text_rows_problem(path, fmt)
+        if problem:
+            raise ValueError(f"vectors file {path}: {problem}")
     finite = torch.from_numpy(kv.vectors).isfinite().all(dim=1)
     if not bool(finite.all()):
         row = int((~finite).nonzero()[0])

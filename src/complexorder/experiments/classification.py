@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
                           save_checkpoint, scan_jsonl)
-from ..config import config_to_dict
+from ..config import FLOAT32_MAX, check_number, config_to_dict
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
@@ -124,10 +124,9 @@ class ModelSettings:
         if not (isinstance(sizes, (list, tuple)) and sizes
                 and all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in sizes)):
             fail("filter_sizes", "a non-empty list of positive integers")
-        if not (isinstance(self.lr, (int, float)) and 0 < self.lr < 3.4e38):  # Adam keeps it in float32
-            fail("lr", "a finite number > 0")
-        if not (isinstance(self.weight_decay, (int, float)) and 0 <= self.weight_decay < 3.4e38):
-            fail("weight_decay", "a finite number >= 0")
+        check_number(f"{where} lr", self.lr, low=0.0, high=FLOAT32_MAX, low_open=True,
+                     meaning=" (Adam keeps it in float32)")
+        check_number(f"{where} weight_decay", self.weight_decay, low=0.0)
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
             fail("dropout", "a number in [0, 1)")
         if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
@@ -250,7 +249,8 @@ class GridConfig:
                                                  "pretrained", "num_embeddings", "embedding_dim"})
                 if owned:
                     raise ValueError(f"variant {v.label!r}: option(s) {', '.join(owned)} are set by the runner "
-                                     "(sparse from the model section's sparse_embeddings), not per variant")
+                                     "(sparse from the model section's sparse_embeddings, the sizes, padding and "
+                                     "pretrained vectors from the data), not per variant")
                 try:
                     build_embedding(v.embedding, 4, 4, padding_idx=0, **v.options)
                 except (TypeError, ValueError) as err:
@@ -504,7 +504,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
     units = plan_units(grid)  # validates the grid, its device included, before any data is read
-    check_results_file(grid.results, "results file (config `results` / --results)", content=False)
+    check_results_file(grid.results, "results file (config `results` / --results)", read_first=True)
     if grid.checkpoint_dir:
         check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
                        directory=True)

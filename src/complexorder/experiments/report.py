@@ -574,7 +574,7 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
     records = load_results(results, require=FIGURE_FIELDS if figure else None)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
-    reads = {f"a results file it renders (--results {r})": r for r in results}
+    reads = {f"a results file it renders ({r})": r for r in results}
     if notes:
         reads["the notes file it appends (--notes)"] = notes
     check_writable(out, "--out", inputs=reads)  # creates nothing: the directory is made when the table is written

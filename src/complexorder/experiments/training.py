@@ -297,6 +297,9 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     it never reaches 0 (two classes: at least ``log(1 + e^-1) = 0.313``) and keeps pushing every example. The
     predictions (``argmax z``) are the same for both.
 
+    A loss that becomes NaN or infinite ends the training: the best dev epoch so far is kept (the history's last
+    record says ``"diverged": True``), or, with no such epoch, a one-line ``FloatingPointError`` is raised.
+
     ``monitor`` (e.g. the test split) is scored after every epoch and recorded in the history as
     ``monitor_accuracy``, for diagnostics only: it never influences the epoch that is kept or when
     training stops.
@@ -344,9 +347,13 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
             bar.set_postfix(epoch=epoch, loss=f"{total_loss / seen:.4f}")
         train_seconds += time.perf_counter() - start
         record = {"epoch": epoch, "train_loss": total_loss / max(1, seen)}
-        if not math.isfinite(record["train_loss"]):  # NaN weights would score chance and be recorded as finished
-            raise FloatingPointError(f"{desc}: training diverged in epoch {epoch}: the mean training loss is "
-                                     f"{record['train_loss']}; lower the learning rate (this unit is not recorded)")
+        if not math.isfinite(record["train_loss"]):  # the weights are NaN or infinite from here on
+            if best_state is None:  # nothing finite to keep: a chance-level result must not be recorded as finished
+                raise FloatingPointError(f"{desc}: training diverged in epoch {epoch}: the mean training loss is "
+                                         f"{record['train_loss']}, and no earlier epoch was kept by dev accuracy; "
+                                         "lower the learning rate (this unit is not recorded)")
+            history.append({**record, "diverged": True})  # keep the best dev epoch, as early stopping would
+            break
         if dev is not None:
             acc = evaluate_accuracy(model, dev, min_length=min_length)
             record["dev_accuracy"] = acc

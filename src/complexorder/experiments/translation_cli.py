@@ -143,9 +143,7 @@ def run(args: argparse.Namespace) -> int:
             paths = [Path(p) for p in args.checkpoints]
         if not paths:
             raise ValueError("give checkpoints to average or --run-dir")
-        if any(Path(args.output).resolve() == p.resolve() for p in paths):
-            raise ValueError(f"--output {args.output} is one of the checkpoints to average; the average would replace "
-                             "it — write it to a new file (e.g. averaged.pt)")
+        check_writable(args.output, "--output", inputs={f"one of the checkpoints to average ({p})": p for p in paths})
         T.average_checkpoints(paths, args.output)
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
         return 0
@@ -160,6 +158,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     model, tokenizer, config = T.load_translator(args.checkpoint, resolve_device(args.device))
     decode = _decode_config(config, args)
+    if args.action == "eval" and args.hypotheses and (config.data.src_lang, config.data.tgt_lang) != ("en", "de"):
+        from ..data.multi30k import split_files  # the model's own languages (checked above: en and de)
+
+        files = split_files(args.data_dir, args.split, config.data.src_lang, config.data.tgt_lang)
+        check_writable(args.hypotheses, "--hypotheses",
+                       inputs={f"a file of the {args.split} split ({f.name})": f for f in files})
     if args.action == "eval":
         scores, hyps = T.evaluate_split(model, tokenizer, config, args.split, args.data_dir, decode=decode,
                                         progress=progress)
