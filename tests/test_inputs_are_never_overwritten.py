@@ -298,3 +298,41 @@ def test_a_directory_where_a_data_file_or_a_file_where_the_corpus_directory_belo
     (tmp_path / "train.txt").write_text("abc")
     with pytest.raises(NotADirectoryError, match=r"^corpus .*train\.txt is a file; pass the corpus directory"):
         load_corpus(tmp_path / "train.txt")
+
+
+@pytest.mark.parametrize("architecture, kwargs, message", [
+    ("fasttext", {"num_classes": 0}, r"FastTextClassifier: num_classes must be a positive integer, got 0"),
+    ("lstm", {"num_classes": 2, "hidden": 0}, r"LSTMClassifier: hidden must be a positive integer, got 0"),
+    ("cnn", {"num_classes": 2, "filter_sizes": ()}, r"CNNClassifier: filter_sizes must name at least one filter"),
+    ("cnn", {"num_classes": 2, "filter_sizes": (3, 0)}, r"CNNClassifier: filter_sizes\[1\] must be a positive integer"),
+    ("transformer", {"num_classes": 2, "nhead": 2, "dropout": 1.5},
+     r"TransformerClassifier: dropout must be a probability in \[0, 1\), got 1\.5"),
+])
+def test_classifier_sizes_that_cannot_learn_are_named(architecture, kwargs, message):
+    with pytest.raises(ValueError, match=rf"^{message}"):
+        build_classifier(architecture, co.build_embedding("complex-order", 10, 4, padding_idx=0), **kwargs)
+
+
+def test_boolean_switches_of_the_embeddings_must_be_booleans():
+    for kwargs in ({"sparse": "no"}, {"initial_phase": "yes"}, {"fused": 1}):
+        name = next(iter(kwargs))
+        with pytest.raises(ValueError, match=rf"^{name} must be True or False, got "):
+            co.ComplexOrderEmbedding(5, 4, **kwargs)
+    with pytest.raises(ValueError, match=r"^sparse must be True or False, got 'no'$"):
+        co.build_embedding("none", 5, 4, sparse="no")
+
+
+def test_seeds_beyond_32_bits_labels_that_break_the_table_and_empty_list_entries_are_refused(tmp_path):
+    from complexorder.experiments.classification_cli import parse_ints
+
+    from complexorder.data.classification import split_ids
+
+    with pytest.raises(ValueError, match=r"^seed 4294967297 is 2\*\*32 or more \(--seeds, or the config's `seeds`"):
+        split_ids("TREC", [0], [1, 2**32 + 1])
+    with pytest.raises(ValueError, match=r"^variant label 'a\|b' holds '\|' or a line break"):
+        plan_units(tiny_grid(tmp_path / "b", variants=[Variant("a|b", "complex-order")]))
+    with pytest.raises(ValueError, match=r"^--seeds: '1,,2' has an empty entry between commas$"):
+        parse_ints("1,,2", "seeds")
+    with pytest.raises(ValueError, match=r"^--folds: expected integers like '0-4' or '1,3,5', got '١'$"):
+        parse_ints("١", "folds")  # an Arabic-Indic one: int() would read it
+    assert parse_ints("0-2, 5", "folds") == [0, 1, 2, 5]

@@ -134,6 +134,13 @@ def _check_dtype(dtype: torch.dtype | None) -> None:
                          f"complex embeddings build their complex output from real tables), got {dtype!r}")
 
 
+def _check_flags(**flags: Any) -> None:
+    """Boolean switches must be booleans: ``sparse="no"`` would otherwise switch sparse gradients on."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
 def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
     if padding_idx is None:
         return None
@@ -270,6 +277,7 @@ class WordEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
+        _check_flags(sparse=sparse)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -495,6 +503,7 @@ class ComplexOrderEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
+        _check_flags(sparse=sparse, fused=fused, initial_phase=initial_phase)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
@@ -674,6 +683,7 @@ class ComplexVanillaEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
+        _check_flags(sparse=sparse)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim

@@ -277,6 +277,10 @@ def split_ids(name: str, folds: list[int], seeds: list[int]) -> list[str]:
     bad = [s for s in seeds if s < 0]
     if bad:
         raise ValueError(f"seed {bad[0]} is negative (--seeds, or the config's `seeds`: integers >= 0)")
+    bad = [s for s in seeds if s >= 2**32]  # the generators keep 32 bits: 2**32 + 1 would draw what 1 draws
+    if bad:
+        raise ValueError(f"seed {bad[0]} is 2**32 or more (--seeds, or the config's `seeds`: integers below 2**32, "
+                         "the generators' range; a larger seed repeats a smaller one's draws)")
     if not seeds:
         raise ValueError(f"no seeds selected for the fixed-split data set {name} (config `seeds` is empty); list "
                          f"some, e.g. --seeds 1-6")

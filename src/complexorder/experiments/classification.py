@@ -258,6 +258,10 @@ class GridConfig:
         labels = [v.label for v in self.resolved_variants()]
         if any(not label.strip() for label in labels):  # refused by the table renderer only after training
             raise ValueError("variants: a label is empty; give every row a name")
+        odd = [label for label in labels if "|" in label or any(c in label for c in "\r\n")]
+        if odd:  # each label is a row of a Markdown table
+            raise ValueError(f"variant label {odd[0]!r} holds '|' or a line break, which would break the rendered "
+                             "Markdown table; rename it")
         if len(set(labels)) != len(labels):
             raise ValueError(f"variant labels must be unique, got {labels}")
 

@@ -82,6 +82,10 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
                 values.extend(range(lo, hi + 1))
             elif part:
                 values.append(int(part))
+            else:  # "1,,2": a slip, not a selection
+                raise LookupError(f"--{what}: {text!r} has an empty entry between commas")
+            if not part.replace("-", "").isascii():  # int() reads other scripts' digits too
+                raise ValueError(part)
     except LookupError as exc:
         raise ValueError(str(exc)) from None
     except ValueError:

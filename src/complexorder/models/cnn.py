@@ -6,7 +6,8 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import ComplexConv1d, SplitActivation
-from .readout import check_embedding, check_tokens, make_dropout, masked_max, padding_mask, to_real_features
+from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_max, padding_mask,
+                      to_real_features)
 
 __all__ = ["CNNClassifier"]
 
@@ -44,6 +45,10 @@ class CNNClassifier(nn.Module):
                  filter_sizes: tuple[int, ...] = (3, 4, 5), dropout: float = 0.5, share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "CNNClassifier")
+        check_sizes("CNNClassifier", dropout, num_classes=num_classes, filters=filters)
+        if not filter_sizes:
+            raise ValueError("CNNClassifier: filter_sizes must name at least one filter width, got an empty list")
+        check_sizes("CNNClassifier", **{f"filter_sizes[{i}]": k for i, k in enumerate(filter_sizes)})
         self.embedding = embedding
         self.filter_sizes = tuple(filter_sizes)
         complex_ = embedding.is_complex

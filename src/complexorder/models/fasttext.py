@@ -5,7 +5,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ..nn import ComplexLinear, SplitActivation
-from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
+from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_mean, padding_mask,
+                      to_real_features)
 
 __all__ = ["FastTextClassifier"]
 
@@ -43,6 +44,7 @@ class FastTextClassifier(nn.Module):
                  share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "FastTextClassifier")
+        check_sizes("FastTextClassifier", dropout, num_classes=num_classes, hidden=hidden)
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim

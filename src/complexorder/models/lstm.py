@@ -6,7 +6,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..nn import ComplexLSTM
-from .readout import check_embedding, check_tokens, make_dropout, padding_mask, to_real_features
+from .readout import check_embedding, check_sizes, check_tokens, make_dropout, padding_mask, to_real_features
 
 __all__ = ["LSTMClassifier"]
 
@@ -33,6 +33,7 @@ class LSTMClassifier(nn.Module):
                  share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "LSTMClassifier")
+        check_sizes("LSTMClassifier", dropout, num_classes=num_classes, hidden=hidden)
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim

@@ -12,7 +12,8 @@ from torch import Tensor, nn
 from ..nn import ComplexDropout
 from ..nn.functional import modulus
 
-__all__ = ["check_embedding", "check_tokens", "padding_mask", "masked_mean", "masked_max", "make_dropout", "to_real_features"]
+__all__ = ["check_embedding", "check_sizes", "check_tokens", "padding_mask", "masked_mean", "masked_max",
+           "make_dropout", "to_real_features"]
 
 
 def check_embedding(embedding: nn.Module, model: str) -> None:
@@ -23,6 +24,16 @@ def check_embedding(embedding: nn.Module, model: str) -> None:
         raise TypeError(f"{model}: embedding must be a module of complexorder.embeddings (build_embedding(name, ...)), "
                         f"which says whether it is complex (is_complex) and its embedding_dim; got "
                         f"{type(embedding).__name__}")
+
+
+def check_sizes(model: str, dropout: float | None = None, **sizes: int) -> None:
+    """A one-line ``ValueError`` naming the argument unless every size is a positive integer and ``dropout`` a
+    probability in [0, 1) (``num_classes=0`` or ``hidden=0`` would build a model that cannot learn)."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{model}: {name} must be a positive integer, got {value!r}")
+    if dropout is not None and not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
+        raise ValueError(f"{model}: dropout must be a probability in [0, 1), got {dropout!r}")
 
 
 def check_tokens(tokens: Tensor, model: str) -> None:

@@ -8,7 +8,8 @@ from torch import Tensor, nn
 from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
 from .authors_encoder import AuthorsEncoderLayer, AuthorsLayerNorm, per_part, swap_parts
-from .readout import check_embedding, check_tokens, make_dropout, masked_mean, padding_mask, to_real_features
+from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_mean, padding_mask,
+                      to_real_features)
 
 __all__ = ["TransformerClassifier", "NETWORKS", "READOUTS", "POSITION_ORDERS"]
 
@@ -105,6 +106,8 @@ class TransformerClassifier(nn.Module):
                  position_order: str = "forward", fixed_length: int | None = None) -> None:
         super().__init__()
         check_embedding(embedding, "TransformerClassifier")
+        check_sizes("TransformerClassifier", dropout, num_classes=num_classes, nhead=nhead,
+                    dim_feedforward=dim_feedforward, num_layers=num_layers)
         if fixed_length is not None:
             if not (isinstance(fixed_length, int) and not isinstance(fixed_length, bool) and fixed_length > 0):
                 raise ValueError(f"fixed_length must be None or a positive integer, got {fixed_length!r}")
