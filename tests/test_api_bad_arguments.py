@@ -253,3 +253,35 @@ def test_the_dtype_check_leaves_autocast_alone_and_names_bfloat16_weights():
     with pytest.raises(TypeError, match=exactly("input is torch.complex64 but the layer's weights are torch.bfloat16: "
                                                 "convert the layer with .to(torch.float32)")):
         cnn.ComplexLinear(8, 4).to(torch.bfloat16)(z.detach())
+
+
+def test_layer_hyper_parameters_are_checked_at_construction():
+    """Stop 71: ComplexLayerNorm(eps=nan or -1) and ComplexBatchNorm1d(eps=-1) were accepted and gave NaN outputs;
+    ComplexMultiheadAttention(dropout=-1) was accepted and silently meant no dropout; dropout 1.5 failed only at the
+    first training forward pass, inside F.dropout."""
+    for bad in (float("nan"), -1.0, float("inf"), "1e-5"):
+        with pytest.raises(ValueError, match=exactly(f"eps must be a finite number >= 0, got {bad!r}")):
+            cnn.ComplexLayerNorm(8, eps=bad)
+        with pytest.raises(ValueError, match=exactly(f"eps must be a finite number >= 0, got {bad!r}")):
+            cnn.ComplexBatchNorm1d(8, eps=bad)
+    for bad in (-1, 1.5, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match=exactly(f"dropout must be in [0, 1], got {bad!r}")):
+            cnn.ComplexMultiheadAttention(8, 2, dropout=bad)
+        with pytest.raises(ValueError, match=exactly(f"dropout probability p must be in [0, 1], got {bad!r}")):
+            cnn.ComplexDropout(bad)
+    z = torch.randn(2, 3, 8, dtype=torch.complex64)
+    with pytest.raises(ValueError, match=exactly("dropout_p must be in [0, 1], got -0.5")):
+        CF.complex_scaled_dot_product_attention(z, z, z, dropout_p=-0.5)
+    # the edges stay valid: eps 0 (as torch.nn.LayerNorm), dropout 0 and 1
+    assert not cnn.ComplexLayerNorm(8, eps=0)(z).isnan().any()
+    attn = cnn.ComplexMultiheadAttention(8, 2, dropout=1.0).train()
+    out, weights = attn(z, z, z, need_weights=True)
+    assert weights.abs().max() == 0  # every attention weight dropped
+
+
+def test_complex_to_real_names_a_non_tensor():
+    """Stop 71: complex_to_real([1j]) raised AttributeError: 'list' object has no attribute 'is_complex'."""
+    with pytest.raises(TypeError, match=exactly("z must be a torch.Tensor (complex or real), got list")):
+        co.complex_to_real([1j])
+    z = torch.tensor([[1 + 2j, 3 - 4j]])
+    assert torch.equal(co.complex_to_real(z), torch.tensor([[1.0, 3.0, 2.0, -4.0]]))

@@ -672,3 +672,21 @@ def test_a_bare_cpu_random_state_from_an_older_checkpoint_is_restored():
     after = torch.rand(3)
     set_rng_state(state, torch.device("cpu"))
     assert torch.equal(torch.rand(3), after)
+
+
+@pytest.mark.parametrize("command", [["classify", "--data-dir", "no-data"], ["ablate", "--data-dir", "no-data"],
+                                     ["translate", "train", "--data-dir", "no-data"],
+                                     ["lm", "train", "--corpus", "no-data", "--out", "out"]])
+def test_a_config_file_without_settings_is_an_error_not_the_default_run(tmp_path, capsys, monkeypatch, command):
+    """Stop 71: an empty config file (or one of comments only) ran the whole default grid or model: hours of work
+    nobody asked for, when the file was most likely emptied or saved by mistake."""
+    from complexorder.cli import main
+
+    empty = tmp_path / "mine.toml"
+    empty.write_text("# to do\n\n")
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "--config", str(empty)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: config file {empty} holds no settings; write the settings to change, or "
+        f'extends = "NAME" to start from a built-in config')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.toml"]  # nothing was started or written

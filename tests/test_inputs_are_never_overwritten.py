@@ -4,6 +4,7 @@ and the input left as it was."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -230,6 +231,21 @@ def test_a_split_part_that_rounds_to_nothing_is_an_error_naming_the_sizes():
     with pytest.raises(ValueError, match=r"^TREC seed-1: the dev split is empty \(train 3, dev 0, test 1 examples; "
                                          r"dev holds out 10% of each class\); the data set is too small"):
         make_split(data, "seed-1")
+
+
+def test_a_fold_too_small_to_split_stops_the_grid_before_any_unit_trains(tmp_path):
+    """Stop 71: the empty-part check ran as each unit started, so a grid stopped at its first unusable fold after
+    the folds before it had trained (here fold 2 trains, fold 0's dev part rounds to nothing)."""
+    from complexorder.experiments.classification import run_grid
+
+    grid = tiny_grid(tmp_path, folds=[2, 0], models=["fasttext"], variants=[Variant("complex-order", "complex-order")])
+    folder = tmp_path / "classification" / "MR"
+    for name, word in (("rt-polarity.pos", "good"), ("rt-polarity.neg", "bad")):  # 6 + 6 sentences
+        (folder / name).write_text("".join(f"{word} film {i}\n" for i in range(6)))
+    with pytest.raises(ValueError, match=r"^MR fold-0: the dev split is empty \(train 10, dev 0, test 2 examples; "):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    assert not (tmp_path / "results.jsonl").exists()  # fold 2 did not train first
+    assert len(run_grid(dataclasses.replace(grid, folds=[2]), progress=False, log=lambda *_: None)) == 1
 
 
 # --- word vectors ----------------------------------------------------------------------------------------------

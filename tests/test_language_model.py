@@ -631,6 +631,9 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
                  "--splits", "dev"]) == 2
     assert "--splits: unknown split 'dev'" in capsys.readouterr().err
+    assert main(["lm", "eval", "--checkpoint", str(tmp_path / "run" / "best.pt"), "--corpus", str(corpus),
+                 "--splits", "test,valid,test"]) == 2
+    assert capsys.readouterr().err.strip() == "complexorder: error: --splits: 'test' given more than once in 'test,valid,test'"
     # devices: a name that is not one, CUDA where there is none; the CPU named explicitly works
     assert main(args + ["--out", str(tmp_path / "run6"), "--device", "gpu"]) == 2
     assert "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'" in capsys.readouterr().err

@@ -309,6 +309,7 @@ def test_the_demo_separates_order_aware_from_order_blind_embeddings(capsys):
     assert rows["none"] < 0.6 and rows["complex-order"] > 0.9  # measured: 0.484 and 0.981
     for argv, message in ((["--embeddings", "none,wave"], "--embeddings: unknown embedding 'wave'; valid names: "
                                                           "none, pe, tpe, complex-vanilla, complex-order"),
+                          (["--embeddings", "pe, none,pe"], "--embeddings: 'pe' given more than once in 'pe, none,pe'"),
                           (["--epochs", "0"], "--epochs and --train-size must be positive")):
         assert main(["demo"] + argv) == 2
         assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"

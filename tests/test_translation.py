@@ -896,6 +896,11 @@ def test_a_bpe_vocabulary_smaller_than_the_alphabet_is_an_error_naming_the_setti
                                          r"at least 280 pieces \(4 special, 256 byte fall-back and one per distinct "
                                          r"character of the training text\)$"):
         SubwordTokenizer.train(text, vocab_size=100)
+    # below the four special pieces sentencepiece gives no reason (stop 71: the message ended in ": ")
+    for size in (1, 3):
+        with pytest.raises(ValueError, match=rf"^data.vocab_size={size}: cannot train a BPE vocabulary of that size: "
+                                             r"it needs at least 280 pieces \(4 special, 256 byte fall-back"):
+            SubwordTokenizer.train(text, vocab_size=size)
 
 
 def test_a_translation_is_one_line_even_when_its_bytes_spell_a_line_break():

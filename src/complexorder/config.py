@@ -280,6 +280,9 @@ def read_extended_toml(path: str | Path, task: str, _chain: tuple[str, ...] = ()
     """
     path = Path(path)
     data = read_toml(path)
+    if not data:  # a file emptied by mistake would otherwise run the whole default grid or model
+        raise ValueError(f"config file {path} holds no settings; write the settings to change, or "
+                         f"extends = \"NAME\" to start from a built-in config")
     base_name = data.pop("extends", None)
     if base_name is None:
         return data

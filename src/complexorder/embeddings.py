@@ -240,6 +240,8 @@ def complex_to_real(z: Tensor, dim: int = -1) -> Tensor:
     Lets a real-valued network consume a complex embedding: ``[..., D]`` complex becomes
     ``[..., 2D]`` real ``[Re z, Im z]``. Real inputs are returned unchanged.
     """
+    if not isinstance(z, Tensor):
+        raise TypeError(f"z must be a torch.Tensor (complex or real), got {type(z).__name__}")
     if not z.is_complex():
         return z
     return torch.cat((z.real, z.imag), dim=dim)

@@ -193,8 +193,9 @@ class SubwordTokenizer:
         except RuntimeError as exc:  # sentencepiece's checks: "INTERNAL: file.cc(N) [check] reason"
             reason = str(exc).split("] ", 1)[-1].strip()
             need = re.search(r"smaller than required_chars\. \d+ vs (\d+)", reason)
-            if need:
-                reason = (f"it needs at least {need.group(1)} pieces ({len(SPECIALS)} special, 256 byte fall-back and one "
+            if need or not reason:  # below the special pieces sentencepiece gives no reason at all
+                least = need.group(1) if need else len(SPECIALS) + 256 + len(set().union(*texts))
+                reason = (f"it needs at least {least} pieces ({len(SPECIALS)} special, 256 byte fall-back and one "
                           f"per distinct character of the training text)")
             raise ValueError(f"data.vocab_size={vocab_size}: cannot train a BPE vocabulary of that size: {reason}") from None
         return cls(model.getvalue())

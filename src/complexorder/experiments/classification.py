@@ -486,6 +486,8 @@ def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
     unit trains: a missing or malformed file is found now, not after hours of other units."""
     for name in dict.fromkeys(u.dataset for u in todo):
         cache.dataset(name)
+    for name, split_id in dict.fromkeys((u.dataset, u.split) for u in todo):  # a part too small to use: now, not
+        make_split(cache.dataset(name), split_id)                              # after the earlier folds have trained
     for unit in todo:
         cap = getattr(grid, unit.model).fixed_length
         if cap and cache.dataset(unit.dataset).max_length() > cap:

@@ -69,8 +69,7 @@ class ComplexDropout(nn.Module):
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
+        CF.check_dropout(p, "dropout probability p")
         self.p = p
 
     def forward(self, input: Tensor) -> Tensor:

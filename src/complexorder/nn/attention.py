@@ -101,6 +101,7 @@ class ComplexMultiheadAttention(nn.Module):
                              f"num_heads={num_heads}")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+        CF.check_dropout(dropout)
         self.score = CF.check_attention_score(score)
         factory = {"device": device, "dtype": dtype}
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads

@@ -121,8 +121,7 @@ def complex_dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Ten
     which is where the complex-order embedding stores position.
     """
     _require_complex("input", input)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability p must be in [0, 1], got {p}")
+    check_dropout(p, "dropout probability p")
     if not training or p == 0.0:
         return input
     mask = F.dropout(torch.ones(input.shape, dtype=input.real.dtype, device=input.device), p, True)
@@ -148,10 +147,17 @@ def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight:
     return torch.complex(parts[0], parts[1])
 
 
-def check_modulus_eps(eps: float) -> None:
-    """A one-line error unless ``eps`` (of :func:`modulus`) is a finite number >= 0 (a negative one gives NaN)."""
+def check_modulus_eps(eps: float, name: str = "eps") -> None:
+    """A one-line error unless ``eps`` (of :func:`modulus`, or a norm layer's) is a finite number >= 0 (a negative
+    or NaN one gives NaN outputs)."""
     if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps >= 0.0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+
+
+def check_dropout(p: float, name: str = "dropout") -> None:
+    """A one-line error unless the dropout probability ``p`` is a number in [0, 1] (``F.dropout``'s own range)."""
+    if not (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
+        raise ValueError(f"{name} must be in [0, 1], got {p!r}")
 
 
 def modulus(input: Tensor, eps: float = 0.0) -> Tensor:
@@ -254,6 +260,7 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
         weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    check_dropout(dropout_p, "dropout_p")
     if dropout_p > 0.0 and training:
         weights = F.dropout(weights, dropout_p, True)
     # Real weights times complex values: one real product over the interleaved parts.

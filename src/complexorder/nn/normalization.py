@@ -40,6 +40,7 @@ class ComplexLayerNorm(nn.Module):
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
+        CF.check_modulus_eps(eps)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
@@ -84,6 +85,7 @@ class ComplexBatchNorm1d(nn.Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_modulus_eps(eps)
         kwargs = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
                       device=device, dtype=dtype)
         self.real = nn.BatchNorm1d(num_features, **kwargs)
