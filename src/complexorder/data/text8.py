@@ -1,8 +1,9 @@
 """text8 (Mahoney 2011) and a text8-format proxy corpus for character-level language modelling.
 
 A *text8-format corpus* is a directory with ``train.txt``, ``valid.txt`` and ``test.txt`` holding
-only the 27 characters ``a``-``z`` and the space (single spaces, no line breaks). Characters
-are ids ``0`` (space) to ``26`` (``z``), see :data:`TEXT8_ALPHABET`.
+only the 27 characters ``a``-``z`` and the space (no line breaks). Characters are ids ``0`` (space) to
+``26`` (``z``), see :data:`TEXT8_ALPHABET`. text8 and the corpora built here hold single spaces only; a
+corpus of your own with runs of spaces is read as it is (each space is a character to predict), not refused.
 
 **Characters outside the alphabet are an error, never silently mapped**: :func:`encode_text8`
 (and so every loader) raises a one-line ``ValueError`` naming the file, the offset and the
