@@ -45,7 +45,10 @@ embedding with our proposed embedding under the same setting"):
   Two deviations from the authors' code, both fixes: it multiplies ``q . k`` without the conjugate
   and its imaginary content term adds ``Re q . Im k`` twice (instead of ``Im q . Re k``); and it
   divides the read-out modulus by 1.5, dropped here (the output layer learns any scale). About twice
-  the real network's compute (two parts per layer, complex scores).
+  the real network's compute (two parts per layer, complex scores). Dropout, as every real layer here,
+  acts on the two stacked parts, so it drops a unit's real and imaginary part independently (unlike
+  :class:`complexorder.nn.ComplexDropout`, which drops whole complex units); the committed complex-network
+  runs (``benchmarks/results/table6_seeds.md``) were trained so, and it is kept for their reproduction.
 
 **Positions in a stream.** Transformer-XL reads an unbounded stream segment after segment, and
 the memory holds hidden states that were computed when their tokens were embedded. For the
