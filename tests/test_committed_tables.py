@@ -29,6 +29,7 @@ def test_registry_lists_every_committed_report_table_whose_records_are_committed
     listed = {Path(t.file).name for t in TABLES}
     not_renderable = {"table4_first_position.md", "table4_first_three_seeds.md"}  # inputs not committed
     not_renderable.add("table4_authors_classifier_lr1e-4_24_epochs.md")  # longer_budget.py, checked below
+    not_renderable.add("table2_tpe_cr_patience.md")  # tpe_cr_patience.py, checked below
     for path in sorted((ROOT / "benchmarks" / "results").glob("table[24]*.md")):
         if path.name not in not_renderable:
             assert path.name in listed, f"{path.name} is not in benchmarks/renders.toml"
@@ -84,6 +85,23 @@ def test_longer_budget_table_is_what_its_script_prints_from_the_committed_record
     stated = "python benchmarks/classification/longer_budget.py " + " ".join(
         f'"{a}"' if " " in a else a for a in args)
     assert stated in text
+    assert script.main(args) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed in text, printed
+
+
+def test_tpe_cr_patience_table_is_what_its_script_prints_from_the_committed_records(monkeypatch, capsys):
+    """table2_tpe_cr_patience.md (stop 71): its tables are exactly what the command it states prints now from the
+    committed records."""
+    monkeypatch.chdir(ROOT)
+    spec = importlib.util.spec_from_file_location("tpe_cr_patience", ROOT / "benchmarks/classification/tpe_cr_patience.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = (ROOT / "benchmarks/results/table2_tpe_cr_patience.md").read_text(encoding="utf-8")
+    args = ["--patience3", "benchmarks/results/table2_tpe_cr_patience3.jsonl",
+            "--no-early-stop", "benchmarks/results/table2_tpe_cr_no_early_stop.jsonl",
+            "--other", "benchmarks/results/table2_tpe_cr_position_scale.jsonl"]
+    assert "python benchmarks/classification/tpe_cr_patience.py " + " ".join(args) in text
     assert script.main(args) == 0
     printed = capsys.readouterr().out.strip()
     assert printed in text, printed

@@ -29,7 +29,11 @@ MODELS = ("fasttext", "cnn", "lstm")
 def read(paths: list[str]) -> list[dict]:
     records = []
     for path in paths:
-        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise SystemExit(f"{path}: cannot read it ({e.strerror}); expected `complexorder classify` results")
+        for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     records.append(json.loads(line))
