@@ -70,38 +70,31 @@ def test_table6_seeds_is_what_its_script_renders_from_the_committed_records(monk
     assert script.main(stated.split() + ["--check"]) == 0, capsys.readouterr().out
 
 
-def test_longer_budget_table_is_what_its_script_prints_from_the_committed_records(monkeypatch, capsys):
-    """table4_authors_classifier_lr1e-4_24_epochs.md (rule addendum 8): its table is exactly what the command it
-    states prints now from the committed records."""
+SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, the arguments the table states)
+    ("longer_budget.py", "table4_authors_classifier_lr1e-4_24_epochs.md",  # rule addendum 8
+     ["--longer", "benchmarks/results/table4_authors_classifier_lr1e-4_24_epochs.jsonl",
+      "--base", "benchmarks/results/table4_authors_classifier_lr1e-4_intel.jsonl",
+      "benchmarks/results/table4_authors_classifier_lr1e-4_grid.jsonl",
+      "--reference", "complex-order, the authors' classifier, lr 1e-4", "--cpu", "Intel"]),
+    ("tpe_cr_patience.py", "table2_tpe_cr_patience.md",  # stop 71
+     ["--patience3", "benchmarks/results/table2_tpe_cr_patience3.jsonl",
+      "--no-early-stop", "benchmarks/results/table2_tpe_cr_no_early_stop.jsonl",
+      "--other", "benchmarks/results/table2_tpe_cr_position_scale.jsonl"]),
+]
+
+
+@pytest.mark.parametrize("script_name, table, args", SCRIPT_TABLES, ids=[t[1] for t in SCRIPT_TABLES])
+def test_script_table_is_what_its_script_prints_from_the_committed_records(monkeypatch, capsys, script_name, table,
+                                                                           args):
+    """A table printed by a script (not by report / ablate): it states the command, and its table is exactly what
+    that command prints now from the committed records."""
+    from conftest import load_benchmark
+
     monkeypatch.chdir(ROOT)
-    spec = importlib.util.spec_from_file_location("longer_budget", ROOT / "benchmarks/classification/longer_budget.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    text = (ROOT / "benchmarks/results/table4_authors_classifier_lr1e-4_24_epochs.md").read_text(encoding="utf-8")
-    args = ["--longer", "benchmarks/results/table4_authors_classifier_lr1e-4_24_epochs.jsonl",
-            "--base", "benchmarks/results/table4_authors_classifier_lr1e-4_intel.jsonl",
-            "benchmarks/results/table4_authors_classifier_lr1e-4_grid.jsonl",
-            "--reference", "complex-order, the authors' classifier, lr 1e-4", "--cpu", "Intel"]
-    stated = "python benchmarks/classification/longer_budget.py " + " ".join(
-        f'"{a}"' if " " in a else a for a in args)
+    script = load_benchmark(f"classification/{script_name}", Path(script_name).stem)
+    text = (ROOT / "benchmarks/results" / table).read_text(encoding="utf-8")
+    stated = f"python benchmarks/classification/{script_name} " + " ".join(f'"{a}"' if " " in a else a for a in args)
     assert stated in text
-    assert script.main(args) == 0
-    printed = capsys.readouterr().out.strip()
-    assert printed in text, printed
-
-
-def test_tpe_cr_patience_table_is_what_its_script_prints_from_the_committed_records(monkeypatch, capsys):
-    """table2_tpe_cr_patience.md (stop 71): its tables are exactly what the command it states prints now from the
-    committed records."""
-    monkeypatch.chdir(ROOT)
-    spec = importlib.util.spec_from_file_location("tpe_cr_patience", ROOT / "benchmarks/classification/tpe_cr_patience.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    text = (ROOT / "benchmarks/results/table2_tpe_cr_patience.md").read_text(encoding="utf-8")
-    args = ["--patience3", "benchmarks/results/table2_tpe_cr_patience3.jsonl",
-            "--no-early-stop", "benchmarks/results/table2_tpe_cr_no_early_stop.jsonl",
-            "--other", "benchmarks/results/table2_tpe_cr_position_scale.jsonl"]
-    assert "python benchmarks/classification/tpe_cr_patience.py " + " ".join(args) in text
     assert script.main(args) == 0
     printed = capsys.readouterr().out.strip()
     assert printed in text, printed

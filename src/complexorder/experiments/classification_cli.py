@@ -36,10 +36,15 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     for n in names:
         if n not in valid:
             raise ValueError(f"--{what}: unknown name {n!r}; valid names: {listed}")
-    repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
-    if repeated:  # each unit would train twice and be recorded twice
-        raise ValueError(f"--{what}: {', '.join(map(repr, repeated))} given more than once in {text!r}")
+    check_no_repeats(names, text, what)  # each unit would train twice and be recorded twice
     return names
+
+
+def check_no_repeats(names, text: str, what: str) -> None:
+    """A one-line error naming the entries of option ``--what`` (given as ``text``) that appear more than once."""
+    repeated = [n for n in dict.fromkeys(names) if list(names).count(n) > 1]
+    if repeated:
+        raise ValueError(f"--{what}: {', '.join(map(repr, repeated))} given more than once in {text!r}")
 
 
 def select_variants(variants, text: str) -> list:

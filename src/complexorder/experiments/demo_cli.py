@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--embeddings: unknown embedding {unknown[0]!r}; valid names: {', '.join(EMBEDDINGS)}")
     if not names:
         raise ValueError(f"--embeddings: {args.embeddings!r} names nothing; valid names: {', '.join(EMBEDDINGS)}")
-    repeated = [n for n in dict.fromkeys(names) if names.count(n) > 1]
-    if repeated:  # each would train and print twice
-        raise ValueError(f"--embeddings: {', '.join(map(repr, repeated))} given more than once in {args.embeddings!r}")
+    from .classification_cli import check_no_repeats
+
+    check_no_repeats(names, args.embeddings, "embeddings")  # each would train and print twice
     if args.epochs <= 0 or args.train_size <= 0:
         raise ValueError("--epochs and --train-size must be positive")
     set_threads(getattr(args, "threads", None))

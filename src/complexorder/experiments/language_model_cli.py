@@ -186,9 +186,9 @@ def run_eval(args: argparse.Namespace) -> int:
     bad = [s for s in splits if s not in ("train", "valid", "test")]
     if bad or not splits:
         raise ValueError(f"--splits: unknown split {bad[0] if bad else ''!r}; choose from train, valid, test")
-    repeated = [s for s in dict.fromkeys(splits) if splits.count(s) > 1]
-    if repeated:  # each would be evaluated (minutes on a large corpus) and recorded twice
-        raise ValueError(f"--splits: {', '.join(map(repr, repeated))} given more than once in {args.splits!r}")
+    from .classification_cli import check_no_repeats
+
+    check_no_repeats(splits, args.splits, "splits")  # each would be evaluated (minutes on a large corpus) and recorded twice
     overrides = {"tgt_len": args.tgt_len, "mem_len": args.mem_len, "clamp_len": args.clamp_len,
                  "same_length": args.same_length, "batch_size": args.batch_size}
     if args.max_chars is not None and args.max_chars <= 0:
