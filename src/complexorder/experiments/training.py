@@ -274,7 +274,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
                      min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
                      desc: str = "train", monitor: EncodedDataset | None = None,
                      frequency_lr_scale: float = 1.0, frequency_decay: float = 0.0,
-                     loss: str = "cross-entropy") -> TrainResult:
+                     loss: str = "cross-entropy", patience_floor: float | None = None) -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
 
     Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
@@ -282,7 +282,10 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     similar length together (see :func:`iterate_batches`).
 
     Without ``dev`` the last epoch is kept. ``patience`` stops after that many epochs without a
-    better dev accuracy. ``seconds_per_epoch`` counts training steps only (no evaluation).
+    better dev accuracy. ``patience_floor`` (``None``, the default: off) holds patience back until the best dev
+    accuracy is above it: with the dev majority-class rate as the floor, a run whose dev accuracy sits at what
+    predicting one class scores (a plateau some runs leave only after several epochs) trains on, up to ``epochs``,
+    instead of being stopped there. ``seconds_per_epoch`` counts training steps only (no evaluation).
 
     ``frequency_lr_scale`` scales the learning rate of the complex-order frequencies (see
     :func:`make_optimizers`). ``frequency_decay`` (0 by default: none) shrinks them towards 0 after every step
@@ -363,7 +366,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
         if monitor is not None:
             record["monitor_accuracy"] = evaluate_accuracy(model, monitor, min_length=min_length)
         history.append(record)
-        if patience is not None and dev is not None and epoch - best_epoch >= patience:
+        if (patience is not None and dev is not None and epoch - best_epoch >= patience
+                and (patience_floor is None or best_acc > patience_floor)):
             break
     bar.close()
     if best_state is not None:
