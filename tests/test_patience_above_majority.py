@@ -87,13 +87,15 @@ def test_the_grid_passes_the_dev_majority_rate_as_the_floor(tmp_path, monkeypatc
         return real(model, train, dev, **kw)
 
     monkeypatch.setattr(runner, "train_classifier", spy)
-    run_grid(grid, progress=False, log=lambda *_: None)
+    records = run_grid(grid, progress=False, log=lambda *_: None)
     on = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, patience_above_majority=True),
                              results=str(tmp_path / "on.jsonl"))
     run_grid(on, progress=False, log=lambda *_: None)
     per_run = len(seen) // 2
     assert per_run == 5 and all(floor is None for floor, _ in seen[:per_run])
     assert all(floor == rate and 0.5 <= rate < 1 for floor, rate in seen[per_run:])
+    # every record states the rate (with the option on or off), so a collapse can be read from the record alone
+    assert [r["dev_majority_rate"] for r in records] == [rate for _, rate in seen[:per_run]]
 
 
 def test_a_non_boolean_value_is_refused_naming_the_key(tmp_path):

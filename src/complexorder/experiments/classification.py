@@ -459,6 +459,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "test_accuracy": test_acc, "dev_accuracy": result.best_dev_accuracy, "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run, "seconds_per_epoch": round(result.seconds_per_epoch, 3),
         "parameters": count_parameters(model), "vocab_size": len(vocab), "train_size": len(train),
+        "dev_majority_rate": majority_rate(dev),  # the dev accuracy of predicting one class: a collapse shows as this
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
