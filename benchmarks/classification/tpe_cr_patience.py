@@ -8,7 +8,12 @@ stops, nothing else). Usage::
 
     python benchmarks/classification/tpe_cr_patience.py --patience3 runs/stop71/cr_patience3.jsonl \\
         runs/stop71/cr_freqlr_patience3.jsonl --no-early-stop runs/stop71/cr_no_early_stop.jsonl \\
-        runs/stop71/cr_freqlr_no_early_stop.jsonl --other runs/stop71/cr_position_scale.jsonl
+        runs/stop71/cr_freqlr_no_early_stop.jsonl --other runs/stop71/cr_position_scale.jsonl \\
+        --above-majority runs/stop72/cr_above_majority.jsonl
+
+``--above-majority`` (stop 72, the rule's second addendum) adds the units of ``tpe_cr_above_majority.toml``
+(patience 3 counted only once dev beats the dev majority rate): their rows, their tests, and the check that every
+unit whose first dev accuracy is above its ``dev_majority_rate`` repeats its patience-3 twin exactly.
 """
 
 from __future__ import annotations
@@ -78,13 +83,30 @@ def same_first_epochs(short: dict[str, dict], long: dict[str, dict]) -> tuple[in
     return same, total
 
 
+def option_check(option: dict[str, dict], twin: dict[str, dict]) -> str:
+    """The rule's check (i): ``k of n | m of n`` over the folds both runs have."""
+    eligible = same = low = changed = 0
+    for split in sorted(set(option) & set(twin)):
+        o, t = option[split], twin[split]
+        identical = o["history"] == t["history"] and o["test_accuracy"] == t["test_accuracy"]
+        if o["history"][0]["dev_accuracy"] > o["dev_majority_rate"]:
+            eligible, same = eligible + 1, same + identical
+        else:
+            low, changed = low + 1, changed + (not identical)
+    return f"{same} of {eligible} | {changed} of {low}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--patience3", nargs="+", required=True, help="results of the patience-3 configs")
     parser.add_argument("--no-early-stop", nargs="+", required=True, help="results of the no-early-stop configs")
     parser.add_argument("--other", nargs="*", default=[], help="exploratory rows (patience 3), shown beside")
+    parser.add_argument("--above-majority", nargs="*", default=[],
+                        help="results of tpe_cr_above_majority.toml (patience 3 counted above the majority rate)")
     args = parser.parse_args(argv)
     a, b, other = read(args.patience3), read(args.no_early_stop), read(args.other)
+    above = read(args.above_majority)
+    above_name = "patience 3 above the majority rate"
     rows = ("tpe", "complex-order", "complex-order, frequency lr x0.1")
     out = ["| model | row | setting | test accuracy (mean ± sd) | folds | at the majority class | best epoch (mean) | "
            "epochs run (mean) |", "|---|---|---|---:|---:|---:|---:|---:|"]
@@ -94,6 +116,9 @@ def main(argv=None) -> int:
                 out.append(f"| {model} | {label} | {name} {summary(by_fold(records, model, label))}")
         for label in dict.fromkeys(r["variant"] for r in other):
             out.append(f"| {model} | {label} | patience 3 (Table 2) {summary(by_fold(other, model, label))}")
+        if above:
+            for label in rows[:2]:
+                out.append(f"| {model} | {label} | {above_name} {summary(by_fold(above, model, label))}")
     out += ["", "| model | comparison | mean Δ (points) | p (one-sided, first above) | folds |", "|---|---|---:|---:|---:|"]
     for model in MODELS:
         tpe_a, tpe_b = by_fold(a, model, "tpe"), by_fold(b, model, "tpe")
@@ -105,11 +130,23 @@ def main(argv=None) -> int:
         out.append(f"| {model} | TPE no early stop above TPE patience 3 | {test(tpe_b, tpe_a)} |")
         for label in dict.fromkeys(r["variant"] for r in other):
             out.append(f"| {model} | {label} above TPE (patience 3) | {test(by_fold(other, model, label), tpe_a)} |")
+        if above:
+            tpe_m = by_fold(above, model, "tpe")
+            out.append(f"| {model} | complex-order (patience 3) above TPE ({above_name}) | "
+                       f"{test(by_fold(a, model, 'complex-order'), tpe_m)} |")
+            out.append(f"| {model} | TPE ({above_name}) above TPE patience 3 | {test(tpe_m, tpe_a)} |")
+            out.append(f"| {model} | TPE no early stop above TPE ({above_name}) | {test(tpe_b, tpe_m)} |")
     out += ["", "| model | row | no-early-stop units whose first epochs equal their patience-3 twin's |", "|---|---|---:|"]
     for model in MODELS:
         for label in rows:
             same, total = same_first_epochs(by_fold(a, model, label), by_fold(b, model, label))
             out.append(f"| {model} | {label} | {same} of {total} |")
+    if above:
+        out += ["", "| model | row | units starting above the dev majority rate: identical to their patience-3 twin | "
+                "units starting at or below it: changed by the option |", "|---|---|---:|---:|"]
+        for model in MODELS:
+            for label in rows[:2]:
+                out.append(f"| {model} | {label} | {option_check(by_fold(above, model, label), by_fold(a, model, label))} |")
     print("\n".join(out))
     return 0
 
