@@ -103,3 +103,22 @@ def test_a_non_boolean_value_is_refused_naming_the_key(tmp_path):
     bad = dataclasses.replace(grid, cnn=dataclasses.replace(grid.cnn, patience_above_majority=1))
     with pytest.raises(ValueError, match=r"^\[cnn\] patience_above_majority must be true or false, got 1$"):
         plan_units(bad)
+
+
+def test_the_report_lists_the_units_kept_at_the_majority_class():
+    from complexorder.experiments.report import render_table2
+
+    def unit(variant, split, dev, rate=0.637):
+        record = {"dataset": "CR", "model": "cnn", "variant": variant, "split": split, "test_accuracy": dev,
+                  "dev_accuracy": dev, "seconds_per_epoch": 1.0, "finished_at": "t", "command": "c"}
+        return record if rate is None else {**record, "dev_majority_rate": rate}
+
+    records = [unit("tpe", "fold-10", 0.637), unit("tpe", "fold-2", 0.60), unit("tpe", "fold-3", 0.70),
+               unit("complex-order", "fold-2", 0.75), unit("complex-order", "fold-3", 0.637, rate=None)]
+    text = render_table2(records)
+    assert "## Units kept at the majority class" in text
+    assert "Of the 4 units whose records state their dev majority-class rate" in text  # the one without is not judged
+    section = text.split("## Units kept at the majority class")[1].split("\n## ")[0]
+    assert "| CR | cnn | tpe | 2 | fold-2, fold-10 |" in section  # at the rate, and below it; fold-3 (above) is not
+    assert "complex-order" not in section
+    assert "Units kept at the majority class" not in render_table2([r for r in records if r["variant"] != "tpe"])

@@ -299,6 +299,38 @@ def _vectors_section(records: list[dict]) -> list[str]:
 ORDER = {"none": 0, "pe": 1, "tpe": 2, "complex-vanilla": 3, "complex-order": 4}
 
 
+def _split_order(split: str) -> tuple:
+    """``fold-2`` before ``fold-10``: the split's name, its number compared as a number."""
+    name, _, number = split.rpartition("-")
+    return (name, int(number)) if number.isdigit() else (split, -1)
+
+
+def _majority_section(records: list[dict]) -> list[str]:
+    """Units whose kept model is, on dev, no better than predicting one class: the best dev accuracy at or below
+    the record's ``dev_majority_rate`` (recorded since stop 72; older records are not judged). With Table 2's
+    patience such a unit may have been stopped before it left that plateau (TPE on CR did, in half its folds)."""
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    judged = 0
+    for r in latest_records(records):
+        rate, dev = r.get("dev_majority_rate"), r.get("dev_accuracy")
+        if isinstance(rate, (int, float)) and isinstance(dev, (int, float)):
+            judged += 1
+            if dev <= rate:
+                groups[(r["dataset"], r["model"], r["variant"])].append(r["split"])
+    if not groups:
+        return []
+    lines = ["", "## Units kept at the majority class", "",
+             f"Of the {judged} units whose records state their dev majority-class rate, these kept a model whose best "
+             "dev accuracy is no higher than that rate: on dev, no better than predicting the most common label. "
+             "Their cells average such one-class guesses in. A unit stopped by `patience` at that plateau may have "
+             "left it with more epochs; `patience_above_majority = true` in the architecture's config section "
+             "trains such units on (`docs/design.md`).", "",
+             "| data set | model | embedding | units | splits |", "|---|---|---|---:|---|"]
+    for (d, m, v), splits in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], ORDER.get(kv[0][2], 9), kv[0][2])):
+        lines.append(f"| {d} | {m} | {v} | {len(splits)} | {', '.join(sorted(splits, key=_split_order))} |")
+    return lines
+
+
 def _test_curve_section(records: list[dict]) -> list[str]:
     """Our accuracy next to what the authors' cross-validation code would report for the same units.
 
@@ -431,6 +463,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
         out += [f"- {line}" for line in mixed]
     out += ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
+    out += _majority_section(records)
     out += _test_curve_section(records)
     out += _variant_dev_section(records)
     out += _vectors_section(records)
