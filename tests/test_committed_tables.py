@@ -79,7 +79,8 @@ SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, t
     ("tpe_cr_patience.py", "table2_tpe_cr_patience.md",  # stop 71
      ["--patience3", "benchmarks/results/table2_tpe_cr_patience3.jsonl",
       "--no-early-stop", "benchmarks/results/table2_tpe_cr_no_early_stop.jsonl",
-      "--other", "benchmarks/results/table2_tpe_cr_position_scale.jsonl"]),
+      "--other", "benchmarks/results/table2_tpe_cr_position_scale.jsonl",
+      "--above-majority", "benchmarks/results/table2_tpe_cr_above_majority.jsonl"]),  # stop 72
 ]
 
 
