@@ -87,7 +87,8 @@ SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, t
      for model in ("cnn", "lstm", "fasttext") for row in ("complex-order", "complex-order, frequency lr x0.1")]
 
 
-@pytest.mark.parametrize("script_name, table, args", SCRIPT_TABLES, ids=[t[1] for t in SCRIPT_TABLES])
+@pytest.mark.parametrize("script_name, table, args", SCRIPT_TABLES,
+                         ids=[t[1] + ("" if t[0] != "paired_rows.py" else f" {t[2][-3]}, {t[2][-1]}") for t in SCRIPT_TABLES])
 def test_script_table_is_what_its_script_prints_from_the_committed_records(monkeypatch, capsys, script_name, table,
                                                                            args):
     """A table printed by a script (not by report / ablate): it states the command, and its table is exactly what

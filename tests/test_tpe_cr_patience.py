@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import load_benchmark
 
 
@@ -56,8 +58,8 @@ def test_the_option_rows_and_check_on_hand_made_records(tmp_path, capsys):
     assert "| cnn | tpe | patience 3 above the majority rate | 0.694 ± 0.080 | 2 | 1 | 3.5 | 5.0 |" in out
     assert "| cnn | TPE (patience 3 above the majority rate) above TPE patience 3 | +5.65 | 0.5 | 2 |" in out
     assert "| cnn | complex-order (patience 3) above TPE (patience 3 above the majority rate) | +9.15 | 0.25 | 2 |" in out
-    assert "| cnn | tpe | 0 of 0 | 1 of 2 |" in out
-    assert "| cnn | complex-order | 1 of 2 | 0 of 0 |" in out
+    assert "| cnn | tpe | 0 of 0 | 1 of 2 | 1 of 1 |" in out  # fold 0 changed, and it had collapsed
+    assert "| cnn | complex-order | 1 of 2 | 0 of 0 | 0 of 0 |" in out
     assert not any("above the majority rate" in line for line in _script_lines(script, short, tmp_path, capsys))
 
 
@@ -66,3 +68,12 @@ def _script_lines(script, short, tmp_path, capsys):
     assert script.main(["--patience3", _write(tmp_path / "a.jsonl", short), "--no-early-stop",
                         _write(tmp_path / "b.jsonl", [])]) == 0
     return capsys.readouterr().out.splitlines()
+
+
+def test_option_records_without_the_majority_rate_are_refused_naming_the_unit(tmp_path, capsys):
+    short = [_record("cnn", "tpe", 0, [0.637] * 4, 0.637, 1)]
+    script = load_benchmark("classification/tpe_cr_patience.py", "tpe_cr_patience")
+    with pytest.raises(SystemExit, match=r"^--above-majority: the cnn tpe fold-0 record has no dev_majority_rate; "
+                                         r"expected the results of tpe_cr_above_majority.toml"):
+        script.main(["--patience3", _write(tmp_path / "a.jsonl", short), "--no-early-stop",
+                     _write(tmp_path / "b.jsonl", []), "--above-majority", _write(tmp_path / "c.jsonl", short)])

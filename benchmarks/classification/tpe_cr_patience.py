@@ -84,16 +84,22 @@ def same_first_epochs(short: dict[str, dict], long: dict[str, dict]) -> tuple[in
 
 
 def option_check(option: dict[str, dict], twin: dict[str, dict]) -> str:
-    """The rule's check (i): ``k of n | m of n`` over the folds both runs have."""
-    eligible = same = low = changed = 0
+    """The rule's check (i) over the folds both runs have: ``k of n | m of n | c of m``: units starting above their
+    dev majority rate that repeat their twin; units starting at or below it that the option changed; and of those
+    changed, how many had ended at the majority class under patience 3."""
+    eligible = same = low = changed = collapsed = 0
     for split in sorted(set(option) & set(twin)):
         o, t = option[split], twin[split]
+        if "dev_majority_rate" not in o:
+            raise SystemExit(f"--above-majority: the {o['model']} {o['variant']} {split} record has no dev_majority_rate; "
+                             "expected the results of tpe_cr_above_majority.toml (records written since stop 72)")
         identical = o["history"] == t["history"] and o["test_accuracy"] == t["test_accuracy"]
         if o["history"][0]["dev_accuracy"] > o["dev_majority_rate"]:
             eligible, same = eligible + 1, same + identical
         else:
             low, changed = low + 1, changed + (not identical)
-    return f"{same} of {eligible} | {changed} of {low}"
+            collapsed += not identical and at_majority(t)
+    return f"{same} of {eligible} | {changed} of {low} | {collapsed} of {changed}"
 
 
 def main(argv=None) -> int:
@@ -143,7 +149,8 @@ def main(argv=None) -> int:
             out.append(f"| {model} | {label} | {same} of {total} |")
     if above:
         out += ["", "| model | row | units starting above the dev majority rate: identical to their patience-3 twin | "
-                "units starting at or below it: changed by the option |", "|---|---|---:|---:|"]
+                "units starting at or below it: changed by the option | changed units that had ended at the majority "
+                "class at patience 3 |", "|---|---|---:|---:|---:|"]
         for model in MODELS:
             for label in rows[:2]:
                 out.append(f"| {model} | {label} | {option_check(by_fold(above, model, label), by_fold(a, model, label))} |")

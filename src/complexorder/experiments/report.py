@@ -310,6 +310,7 @@ def _majority_section(records: list[dict]) -> list[str]:
     the record's ``dev_majority_rate`` (recorded since stop 72; older records are not judged). With Table 2's
     patience such a unit may have been stopped before it left that plateau (TPE on CR did, in half its folds)."""
     groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    held: dict[tuple[str, str, str], int] = defaultdict(int)  # units that already ran with patience_above_majority
     judged = 0
     for r in latest_records(records):
         rate, dev = r.get("dev_majority_rate"), r.get("dev_accuracy")
@@ -317,6 +318,8 @@ def _majority_section(records: list[dict]) -> list[str]:
             judged += 1
             if dev <= rate:
                 groups[(r["dataset"], r["model"], r["variant"])].append(r["split"])
+                settings = (r.get("config") or {}).get("settings") or {}
+                held[(r["dataset"], r["model"], r["variant"])] += settings.get("patience_above_majority") is True
     if not groups:
         return []
     lines = ["", "## Units kept at the majority class", "",
@@ -324,10 +327,13 @@ def _majority_section(records: list[dict]) -> list[str]:
              "dev accuracy is no higher than that rate: on dev, no better than predicting the most common label. "
              "Their cells average such one-class guesses in. A unit stopped by `patience` at that plateau may have "
              "left it with more epochs; `patience_above_majority = true` in the architecture's config section "
-             "trains such units on (`docs/design.md`).", "",
-             "| data set | model | embedding | units | splits |", "|---|---|---|---:|---|"]
+             "trains such units on (`docs/design.md`). Units that already ran with it (last column) never rose above "
+             "the rate in any epoch: more epochs would not have changed them.", "",
+             "| data set | model | embedding | units | splits | of them with `patience_above_majority` |",
+             "|---|---|---|---:|---|---:|"]
     for (d, m, v), splits in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], ORDER.get(kv[0][2], 9), kv[0][2])):
-        lines.append(f"| {d} | {m} | {v} | {len(splits)} | {', '.join(sorted(splits, key=_split_order))} |")
+        lines.append(f"| {d} | {m} | {v} | {len(splits)} | {', '.join(sorted(splits, key=_split_order))} | "
+                     f"{held[(d, m, v)]} |")
     return lines
 
 
