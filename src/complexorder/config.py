@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
+__all__ = ["check_no_repeats", "check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
            "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
@@ -53,6 +53,14 @@ def is_finite_number(value: Any, low: float = -math.inf, high: float = math.inf)
     """Whether ``value`` is an int or float (not a bool), finite, and in ``[low, high]``."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             and low <= value <= high)
+
+
+def check_no_repeats(names, text: str, what: str) -> None:
+    """A one-line error naming the entries of the list option ``--what`` (given as ``text``) that appear more than
+    once (``--datasets``, ``--embeddings``, ``--splits``, ...: each would run and be recorded twice)."""
+    repeated = [n for n in dict.fromkeys(names) if list(names).count(n) > 1]
+    if repeated:
+        raise ValueError(f"--{what}: {', '.join(map(repr, repeated))} given more than once in {text!r}")
 
 
 def check_number(name: str, value: Any, *, low: float | None = None, high: float | None = None,

@@ -444,6 +444,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
     model.to(device)
     min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1
+    dev_majority = majority_rate(dev)  # the dev accuracy of predicting one class: a collapse shows as this
     result = train_classifier(model, train, dev, epochs=settings.epochs, batch_size=settings.batch_size,
                               lr=settings.lr, weight_decay=settings.weight_decay, seed=unit.seed,
                               patience=settings.patience, min_length=min_length, progress=progress,
@@ -451,7 +452,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
                               monitor=test,  # per-epoch test accuracy, recorded only (the authors' protocol)
                               frequency_lr_scale=settings.frequency_lr_scale,
                               frequency_decay=settings.frequency_decay, loss=settings.loss,
-                              patience_floor=majority_rate(dev) if settings.patience_above_majority else None)
+                              patience_floor=dev_majority if settings.patience_above_majority else None)
     test_acc = evaluate_accuracy(model, test, min_length=min_length)
     record = {
         "grid": grid.name, "dataset": unit.dataset, "model": unit.model, "variant": unit.variant.label,
@@ -459,7 +460,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "test_accuracy": test_acc, "dev_accuracy": result.best_dev_accuracy, "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run, "seconds_per_epoch": round(result.seconds_per_epoch, 3),
         "parameters": count_parameters(model), "vocab_size": len(vocab), "train_size": len(train),
-        "dev_majority_rate": majority_rate(dev),  # the dev accuracy of predicting one class: a collapse shows as this
+        "dev_majority_rate": dev_majority,
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..checkpoint import check_writable
-from ..config import config_from_dict, find_config, read_extended_toml
+from ..config import check_no_repeats, config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
@@ -38,13 +38,6 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
             raise ValueError(f"--{what}: unknown name {n!r}; valid names: {listed}")
     check_no_repeats(names, text, what)  # each unit would train twice and be recorded twice
     return names
-
-
-def check_no_repeats(names, text: str, what: str) -> None:
-    """A one-line error naming the entries of option ``--what`` (given as ``text``) that appear more than once."""
-    repeated = [n for n in dict.fromkeys(names) if list(names).count(n) > 1]
-    if repeated:
-        raise ValueError(f"--{what}: {', '.join(map(repr, repeated))} given more than once in {text!r}")
 
 
 def select_variants(variants, text: str) -> list:

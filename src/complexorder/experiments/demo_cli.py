@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..config import check_no_repeats
 from ..embeddings import EMBEDDINGS
 from ..environment import set_threads
 from .demo import DemoConfig, format_demo_table, run_demo
@@ -35,8 +36,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--embeddings: unknown embedding {unknown[0]!r}; valid names: {', '.join(EMBEDDINGS)}")
     if not names:
         raise ValueError(f"--embeddings: {args.embeddings!r} names nothing; valid names: {', '.join(EMBEDDINGS)}")
-    from .classification_cli import check_no_repeats
-
     check_no_repeats(names, args.embeddings, "embeddings")  # each would train and print twice
     if args.epochs <= 0 or args.train_size <= 0:
         raise ValueError("--epochs and --train-size must be positive")

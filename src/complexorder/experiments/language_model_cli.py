@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import check_results_file, check_writable
-from ..config import builtin_configs, config_from_dict, merge_overrides, read_extended_toml
+from ..config import builtin_configs, check_no_repeats, config_from_dict, merge_overrides, read_extended_toml
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -186,8 +186,6 @@ def run_eval(args: argparse.Namespace) -> int:
     bad = [s for s in splits if s not in ("train", "valid", "test")]
     if bad or not splits:
         raise ValueError(f"--splits: unknown split {bad[0] if bad else ''!r}; choose from train, valid, test")
-    from .classification_cli import check_no_repeats
-
     check_no_repeats(splits, args.splits, "splits")  # each would be evaluated (minutes on a large corpus) and recorded twice
     overrides = {"tgt_len": args.tgt_len, "mem_len": args.mem_len, "clamp_len": args.clamp_len,
                  "same_length": args.same_length, "batch_size": args.batch_size}
