@@ -996,3 +996,18 @@ def test_loss_setting_reaches_the_training_loop_keeps_old_hashes_and_is_checked(
     with pytest.raises(ValueError, match=r"^\[fasttext\] loss must be one of 'cross-entropy', "
                                          r"'cross-entropy-of-probabilities', got 'nll'$"):
         plan_units(bad)
+
+
+def test_a_model_too_large_for_memory_is_a_one_line_error_naming_its_settings(tmp_path, monkeypatch):
+    # a real failed allocation of torch's (2**60 bytes exceeds any address space, so it fails on every machine),
+    # raised where the runner builds the model, as an embedding_dim of millions does
+    def too_large(*args, **kwargs):
+        return torch.empty(2 ** 60, dtype=torch.uint8)
+
+    monkeypatch.setattr(runner, "build_model_from_config", too_large)
+    grid = tiny_grid(tmp_path, folds=[0], models=["lstm"], embeddings=["complex-order"])
+    with pytest.raises(MemoryError, match=r"^\[lstm\] embedding_dim = 8 \(vocabulary \d+ words\): the model does not "
+                                          r"fit in memory \(one tensor of 1152921\.5 TB could not be allocated\); "
+                                          r"lower these sizes in the config$"):
+        run_grid(grid, progress=False, log=lambda *_: None)
+    assert not (tmp_path / "results.jsonl").exists() or not read_jsonl(tmp_path / "results.jsonl")

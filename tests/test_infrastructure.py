@@ -690,3 +690,86 @@ def test_a_config_file_without_settings_is_an_error_not_the_default_run(tmp_path
         f"complexorder: error: config file {empty} holds no settings; write the settings to change, or "
         f'extends = "NAME" to start from a built-in config')
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.toml"]  # nothing was started or written
+
+
+def test_check_writable_tries_a_directory_that_os_access_calls_writable(tmp_path, monkeypatch):
+    # os.access answers from the permission bits and says yes to root almost everywhere; /proc and /sys then
+    # refuse the file only when the results are written, after the training. Trying to create a file catches it.
+    import errno
+    import tempfile
+
+    import complexorder.checkpoint as ck
+
+    refusing = tmp_path / "refusing"
+    refusing.mkdir()
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if Path(dir) == refusing:
+            raise OSError(errno.ENOENT, "No such file or directory")
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(ck.tempfile, "mkstemp", mkstemp)
+    with pytest.raises(PermissionError, match=rf"^--results: cannot write {refusing}/r.jsonl: directory {refusing} "
+                                              r"does not accept new files \(No such file or directory\)$"):
+        check_writable(refusing / "r.jsonl", "--results")
+    with pytest.raises(PermissionError, match=rf"^--out: cannot create directory {refusing}/sub for "
+                                              rf"{refusing}/sub/t.md: directory {refusing} does not accept new files"):
+        check_writable(refusing / "sub" / "t.md", "--out")
+    check_writable(tmp_path / "r.jsonl", "--results")  # an ordinary directory passes, and the probe is removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["refusing"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_check_writable_refuses_proc_also_as_root(tmp_path):
+    with pytest.raises(PermissionError, match=r"^--results: cannot write /proc/complexorder-test.jsonl: directory /proc "
+                                              r"(is not writable|does not accept new files)"):
+        check_writable("/proc/complexorder-test.jsonl", "--results")
+    with pytest.raises(PermissionError, match=r"^--results: cannot write /proc/version: "):
+        check_writable("/proc/version", "--results")
+
+
+def test_an_existing_file_that_cannot_be_opened_for_appending_is_refused(tmp_path, monkeypatch):
+    import builtins
+
+    import complexorder.checkpoint as ck
+
+    target = tmp_path / "results.jsonl"
+    target.write_text('{"a": 1}\n')
+    real_open = builtins.open
+
+    def refusing_open(path, *args, **kwargs):  # what root meets in /proc, where os.access says yes
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(ck, "open", refusing_open, raising=False)
+    with pytest.raises(PermissionError, match=rf"^--results: cannot write {target}: the file is not writable$"):
+        check_writable(target, "--results")
+    assert target.read_text() == '{"a": 1}\n'
+
+
+def test_out_of_memory_becomes_one_line_naming_the_settings(capsys, monkeypatch):
+    from complexorder import cli
+    from complexorder.errors import is_out_of_memory, naming_out_of_memory, out_of_memory_message
+    from complexorder.experiments import demo_cli
+
+    with pytest.raises(MemoryError, match=r"^\[model\] d_model = 9: the model does not fit in memory \(one tensor of "
+                                          r"1152921\.5 TB could not be allocated\); lower these sizes in the config$"):
+        with naming_out_of_memory("[model] d_model = 9"):
+            torch.empty(2 ** 60, dtype=torch.uint8)  # torch's own failure: 2**60 bytes fit no address space
+    with pytest.raises(RuntimeError, match="^shapes do not match$"):  # any other RuntimeError passes through
+        with naming_out_of_memory("[model] d_model = 9"):
+            raise RuntimeError("shapes do not match")
+    cuda = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.1 GiB total capacity)")
+    assert is_out_of_memory(cuda) and out_of_memory_message(cuda) == "one tensor of 2.00 GiB could not be allocated"
+    assert not is_out_of_memory(RuntimeError("expected scalar type Float"))
+    # outside model building (a batch too large, say) the command line still prints one line, exit status 2
+    def run(args):
+        torch.empty(2 ** 60, dtype=torch.uint8)
+
+    monkeypatch.setattr(demo_cli, "run", run)
+    assert cli.main(["demo", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("complexorder: error: out of memory: one tensor of 1152921.5 TB could not be allocated; lower "
+                   "batch_size or the model's sizes in the config (finished results are kept)\n")

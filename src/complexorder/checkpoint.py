@@ -36,10 +36,28 @@ def _check_can_make_dir(folder: Path, purpose: str) -> None:
     if not blocker.is_dir():
         kind = "a broken symbolic link" if not blocker.exists() else "a file"
         raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is {kind}")
-    if not os.access(blocker, os.W_OK | os.X_OK):
+    why = None if os.access(blocker, os.W_OK | os.X_OK) else "is not writable"
+    if why is None:
+        why = _probe_directory(blocker)  # root passes os.access everywhere, but /proc and /sys refuse new files
+    if why is not None:
         if blocker == folder:
-            raise PermissionError(f"cannot write {purpose}: directory {folder} is not writable")
-        raise PermissionError(f"cannot create directory {folder} for {purpose}: directory {blocker} is not writable")
+            raise PermissionError(f"cannot write {purpose}: directory {folder} {why}")
+        raise PermissionError(f"cannot create directory {folder} for {purpose}: directory {blocker} {why}")
+
+
+def _probe_directory(folder: Path) -> str | None:
+    """Create and remove an empty temporary file in ``folder``: ``None`` when that works, else why not.
+
+    ``os.access`` answers from the permission bits, and for root it says yes almost everywhere, also in
+    ``/proc`` and ``/sys``, whose files cannot be created; trying is the only sure check. The file is removed
+    at once, so nothing is left behind."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".complexorder-probe.", suffix=".tmp")
+    except OSError as exc:
+        return f"does not accept new files ({exc.strerror})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def _make_dir(folder: Path, purpose: str) -> None:
@@ -88,7 +106,7 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
             if path.is_dir():
                 raise PermissionError(f"{path} is a directory, expected a file path")
             _check_can_make_dir(path.parent, str(path))
-            if path.exists() and not os.access(path, os.W_OK):
+            if path.exists() and not (os.access(path, os.W_OK) and _can_open_for_append(path)):
                 raise PermissionError(f"cannot write {path}: the file is not writable")
     except PermissionError as exc:
         raise PermissionError(f"{option}: {exc}") from None
@@ -131,6 +149,19 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     if not is_record:
         raise ValueError(f"{option} {path} is not a JSON-lines results file (its first line is not a JSON object); "
                          "results are appended one JSON object per line — choose another file")
+
+
+def _can_open_for_append(path: Path) -> bool:
+    """Open an existing file for appending and close it, writing nothing (its contents and time stamps stay):
+    the check ``os.access`` cannot make for root. Devices and pipes are not opened (a pipe would block)."""
+    if _is_special(path):
+        return True
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError:
+        return False
+    return True
 
 
 def _is_special(path: Path) -> bool:

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from .errors import RunDirectoryBusy
+from .errors import RunDirectoryBusy, is_out_of_memory, out_of_memory_message
 
 #: subcommand -> module defining ``register(subparsers)``; imported only when needed.
 COMMANDS: dict[str, str] = {
@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
                ConnectionError, FloatingPointError,  # FloatingPointError: a run whose loss diverged
                RunDirectoryBusy,  # a second training in a run directory another one holds
+               MemoryError,  # a model too large for the machine (errors.naming_out_of_memory names the settings)
                OSError)  # what the system refuses: a full disk, a read-only file system, too many open files
 
 
@@ -62,7 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("COMPLEXORDER_DEBUG"):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        if isinstance(exc, MemoryError) and not str(exc):  # Python's own, which says nothing
+            message = f"out of memory: {out_of_memory_message(exc)}"
         print(f"complexorder: error: {message}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # a failed allocation outside model building: a batch too large, say
+        if not is_out_of_memory(exc) or os.environ.get("COMPLEXORDER_DEBUG"):
+            raise
+        print(f"complexorder: error: out of memory: {out_of_memory_message(exc)}; lower batch_size or the "
+              "model's sizes in the config (finished results are kept)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("complexorder: interrupted; finished results are kept", file=sys.stderr)

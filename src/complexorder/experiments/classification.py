@@ -34,6 +34,7 @@ from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding
 from ..environment import cpu_info, resolve_device
+from ..errors import naming_out_of_memory
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
 from ..nn.functional import ATTENTION_SCORES
@@ -441,8 +442,10 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         if made and isinstance(made.get("versions"), dict):
             vectors_info["trained_with"] = made["versions"]
     torch.manual_seed(unit.seed)
-    model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
-    model.to(device)
+    with naming_out_of_memory(f"[{unit.model}] embedding_dim = {settings.embedding_dim} "
+                              f"(vocabulary {len(vocab):,} words)"):
+        model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
+        model.to(device)
     min_length = max(settings.filter_sizes) if unit.model == "cnn" else 1
     dev_majority = majority_rate(dev)  # the dev accuracy of predicting one class: a collapse shows as this
     result = train_classifier(model, train, dev, epochs=settings.epochs, batch_size=settings.batch_size,

@@ -33,6 +33,7 @@ from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_
 from ..config import FLOAT32_MAX, check_number, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
+from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
                        remove_stale_checkpoint_temporaries, run_directory_lock)
@@ -107,7 +108,10 @@ def check_lm_config(cfg: LMConfig) -> None:
 
 
 def build_model(cfg: LMConfig) -> TransformerXL:
-    return TransformerXL(cfg.model)
+    m = cfg.model
+    with naming_out_of_memory(f"[model] d_model = {m.d_model}, d_inner = {m.d_inner}, n_layer = {m.n_layer}, "
+                              f"n_head = {m.n_head}, d_head = {m.d_head}"):
+        return TransformerXL(cfg.model)
 
 
 # --------------------------------------------------------------------------------------

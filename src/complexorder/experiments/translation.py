@@ -31,6 +31,7 @@ from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
 from ..environment import resolve_device, rng_state, set_rng_state
+from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
@@ -392,7 +393,11 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     if getattr(tokenizer, "kind", "bpe") == "word":  # BPE has byte fall-back: no <unk>
         log(f"{config.name}: {_unknown_report(tokenizer, config, train, valid)}")
     torch.manual_seed(tc.seed)
-    model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD).to(device)
+    m = config.model
+    with naming_out_of_memory(f"[model] d_model = {m.d_model}, dim_feedforward = {m.dim_feedforward}, "
+                              f"{m.num_encoder_layers} + {m.num_decoder_layers} layers "
+                              f"(vocabulary {tokenizer.vocab_size:,})"):
+        model = TransformerSeq2Seq(config.model, tokenizer.vocab_size, tokenizer.vocab_size, pad_id=PAD).to(device)
     def make_optimizer(embedding_attributes=EMBEDDING_ATTRIBUTES) -> torch.optim.Adam:
         groups = parameter_groups(model, tc.weight_decay, embedding_attributes)
         groups = scale_frequency_lr(model, groups, tc.lr, tc.frequency_lr_scale)
