@@ -446,3 +446,12 @@ def test_table4_names_rows_without_a_common_seed_and_rows_mixing_settings():
     text = render_table4(records)
     assert "**Rows mixing settings.**" in text
     assert re.search(r"^- SST2 transformer complex-order: 2 different settings \(\w+, \w+\)$", text, re.M), text
+    assert "Units re-run with other settings" not in text  # different seeds: nothing is hidden
+    # stop 73: seed 1 re-trained with other settings: the latest record is shown, the earlier one is listed
+    later = ablation_record(other, top, 1, 0.83)
+    later["finished_at"] = "u"  # after the others ("t")
+    text = render_table4(records + [later])
+    assert "**Units re-run with other settings.**" in text
+    assert re.search(r"^- SST2 transformer complex-order seed-1: shows the latest record \(settings \w{12}, test "
+                     r"0\.8300\); 1 earlier record\(s\) with other settings left out \(settings \w{12}, test 0\.8020\)$",
+                     text, re.M), text

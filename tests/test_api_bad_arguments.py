@@ -285,3 +285,86 @@ def test_complex_to_real_names_a_non_tensor():
         co.complex_to_real([1j])
     z = torch.tensor([[1 + 2j, 3 - 4j]])
     assert torch.equal(co.complex_to_real(z), torch.tensor([[1.0, 3.0, 2.0, -4.0]]))
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda v: cnn.ComplexLinear(8, 4, share_weights=v), "share_weights"),
+    (lambda v: cnn.ComplexLinear(8, 4, bias=v), "bias"),
+    (lambda v: cnn.ComplexConv1d(8, 4, 3, share_weights=v), "share_weights"),
+    (lambda v: cnn.ComplexMultiheadAttention(8, 2, share_weights=v), "share_weights"),
+    (lambda v: cnn.ComplexMultiheadAttention(8, 2, batch_first=v), "batch_first"),
+    (lambda v: cnn.ComplexLSTM(8, 4, share_weights=v), "share_weights"),
+    (lambda v: cnn.ComplexLSTM(8, 4, batch_first=v), "batch_first"),
+    (lambda v: cnn.ComplexLayerNorm(8, elementwise_affine=v), "elementwise_affine"),
+    (lambda v: cnn.ComplexBatchNorm1d(8, affine=v), "affine"),
+    (lambda v: cnn.ComplexBatchNorm1d(8, track_running_stats=v), "track_running_stats"),
+    (lambda v: cnn.ComplexTransformerEncoderLayer(8, 2, 16, norm_first=v), "norm_first"),
+    (lambda v: cnn.ComplexTransformerEncoderLayer(8, 2, 16, share_ffn_weights=v), "share_ffn_weights"),
+    (lambda v: cnn.ComplexTransformerDecoderLayer(8, 2, 16, share_weights=v), "share_weights"),
+    (lambda v: cnn.ComplexTransformerDecoderLayer(8, 2, 16, batch_first=v), "batch_first"),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_the_complex_layers_switches_must_be_booleans(make, name):
+    """Stop 73: the layers took any truthy value as True, so share_weights="no" silently built the shared-weight
+    layer (half the parameters) and batch_first="False" meant batch first; the embeddings already refused this."""
+    for bad in ("no", "False", 1, 0, None):
+        with pytest.raises(ValueError, match=exactly(f"{name} must be True or False, got {bad!r}")):
+            make(bad)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    built = {value: make(value) for value in (True, False)}  # the booleans themselves still build
+    if name in ("share_weights", "share_ffn_weights", "bias", "elementwise_affine", "affine"):
+        assert count(built[True]) != count(built[False])  # and they still switch the thing they name
+
+
+def test_complex_embeddings_refuse_bfloat16_when_built_and_nan_tables():
+    """Stop 73: ComplexVanillaEmbedding(dtype=bfloat16) was built and failed at forward with torch's "Expected both
+    inputs to be Half, Float or Double tensors"; ComplexOrderEmbedding failed only at forward; NaN amplitudes or word
+    vectors were taken without a word (frequency_init already refused them)."""
+    for cls in (co.ComplexOrderEmbedding, co.ComplexVanillaEmbedding):
+        with pytest.raises(TypeError, match=exactly(f"{cls.__name__} has no bfloat16 form (PyTorch has no bfloat16 "
+                                                    "complex dtype); use float32, float64 or float16 parameters")):
+            cls(10, 4, dtype=torch.bfloat16)
+        with pytest.raises(TypeError, match=f"^{cls.__name__} has no bfloat16 form"):
+            cls(10, 4).to(torch.bfloat16)(torch.tensor([[1, 2]]))
+        bad = torch.randn(10, 4)
+        bad[3, 1] = float("nan")
+        with pytest.raises(ValueError, match=exactly("amplitude_init holds NaN or infinite values (first in row 3); "
+                                                     "it must be finite")):
+            cls(10, 4, amplitude_init=bad)
+        with pytest.raises(ValueError, match=exactly("amplitude_init holds NaN or infinite values (first in row 3); "
+                                                     "it must be finite")):
+            cls.from_pretrained(bad)
+    bad = torch.randn(10, 4)
+    bad[7, 0] = float("inf")
+    with pytest.raises(ValueError, match=exactly("vectors holds NaN or infinite values (first in row 7); it must be "
+                                                 "finite")):
+        co.WordEmbedding(10, 4).load_word_vectors(bad)
+    assert torch.equal(co.ComplexOrderEmbedding.from_pretrained(bad.nan_to_num(posinf=1.0)).amplitude[7],
+                       bad[7].nan_to_num(posinf=1.0))
+
+
+def test_learned_positions_name_max_positions():
+    """Stop 73: max_positions=2.5 raised "empty() takes 1 positional argument", '8' a comparison TypeError, True
+    built a one-row table; a sequence longer than the table said "positions ... got values in [0, 3]" to a caller
+    who had passed no positions."""
+    for bad in (2.5, True, "8", 0, -1):
+        with pytest.raises(ValueError, match=exactly(f"max_positions must be a positive integer, got {bad!r}")):
+            co.LearnedPositionalEmbedding(10, 4, max_positions=bad)
+    emb = co.LearnedPositionalEmbedding(10, 4, max_positions=3)
+    with pytest.raises(ValueError, match=exactly("sequence length 4 exceeds max_positions=3 of "
+                                                 "LearnedPositionalEmbedding (without positions, tokens take positions "
+                                                 "0 .. L-1); build it with a larger max_positions")):
+        emb(torch.tensor([[1, 2, 0, 3]]))
+    assert emb(torch.tensor([[1, 2, 3]])).shape == (1, 3, 4)
+    with pytest.raises(ValueError, match=r"^positions must be integers in \[0, 3\)"):  # explicit positions: as before
+        emb(torch.tensor([[1, 2]]), torch.tensor([[0, 3]]))
+
+
+def test_complex_batch_norm_names_a_complex128_input_into_float32_statistics():
+    """Stop 73: ComplexBatchNorm1d said torch's "mixed dtype (CPU): all inputs must share same datatype"."""
+    z = torch.randn(2, 8, 5, dtype=torch.complex128)
+    with pytest.raises(TypeError, match=exactly("input is torch.complex128 but the layer's weights are torch.float32: "
+                                                "convert the input with .to(torch.complex64) or the layer with "
+                                                ".to(torch.float64)")):
+        cnn.ComplexBatchNorm1d(8)(z)
+    assert cnn.ComplexBatchNorm1d(8).to(torch.float64)(z).dtype == torch.complex128
+    assert cnn.ComplexBatchNorm1d(8, affine=False, track_running_stats=False)(z).dtype == torch.complex128

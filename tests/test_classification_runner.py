@@ -239,6 +239,23 @@ def test_report_names_a_results_file_of_another_experiment_and_notes_cells_mixin
     assert "**Cells mixing settings.**" in text and "- TREC fasttext complex-order: 2 different settings (" in text
     assert "TREC fasttext none" not in text.split("**Cells mixing settings.**")[1].split("## Targets")[0]
     assert "(cpu, 1 torch thread, Some CPU)" in text  # the run conditions come from the records
+    # stop 73: the earlier record of complex-order seed 1 (1 epoch) was dropped without a word, and the cell's
+    # settings looked uniform once it was gone; now the report lists it
+    assert "**Units re-run with other settings.**" in text
+    hidden = text.split("**Units re-run with other settings.**")[1].split("## Targets")[0]
+    assert re.search(r"- TREC fasttext complex-order seed-1: shows the latest record \(settings \w{12}, test 0\.6000\); "
+                     r"1 earlier record\(s\) with other settings left out \(settings \w{12}, test 0\.5000\)", hidden)
+    assert "seed-2" not in hidden and "none" not in hidden
+    rows = [record("complex-order", 1, 1, 0.5), record("complex-order", 1, 3, 0.6)]  # no cell mixes, a unit hides one
+    (tmp_path / "rerun.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--results", str(tmp_path / "rerun.jsonl"), "--out", str(tmp_path / "r.md")]) == 0
+    err = capsys.readouterr().err
+    assert "mix units" not in err and ("some units of " + str(tmp_path / "r.md") + " also have earlier records "
+                                       "trained with other settings, which the table leaves out") in err
+    same = [record("none", 1, 1, 0.5), record("none", 1, 1, 0.5)]  # a re-run with the same settings is not listed
+    (tmp_path / "same.jsonl").write_text("".join(json.dumps(r) + "\n" for r in same))
+    assert main(["report", "--results", str(tmp_path / "same.jsonl"), "--out", str(tmp_path / "s.md")]) == 0
+    assert "re-run with other settings" not in (tmp_path / "s.md").read_text()
 
 
 
@@ -1011,3 +1028,31 @@ def test_a_model_too_large_for_memory_is_a_one_line_error_naming_its_settings(tm
                                           r"lower these sizes in the config$"):
         run_grid(grid, progress=False, log=lambda *_: None)
     assert not (tmp_path / "results.jsonl").exists() or not read_jsonl(tmp_path / "results.jsonl")
+
+
+def test_share_weights_on_a_real_embedding_or_network_fails_before_any_training(tmp_path, monkeypatch):
+    # stop 73: FastText, CNN and LSTM silently ignored it (and recorded share_weights: true), the Transformer
+    # refused it only when the grid reached it, after the other models' units had trained
+    trained = []
+    monkeypatch.setattr(runner, "build_classifier", lambda *a, **k: trained.append(1))
+    variants = [Variant("x", "none"), Variant("y", "pe", share_weights=True)]
+    for model in ("fasttext", "transformer"):
+        with pytest.raises(ValueError, match=rf"^\[{model}\] variant 'y' sets share_weights, but it uses the real "
+                                             r"embedding 'pe': real layers have no real/imaginary weights to share$"):
+            plan_units(tiny_grid(tmp_path / model, models=[model], variants=variants))
+    grid = tiny_grid(tmp_path / "wide", models=["cnn"], embeddings=["complex-order", "tpe"],
+                     cnn=ModelSettings(embedding_dim=8, filters=4, share_weights=True))
+    with pytest.raises(ValueError, match=r"^\[cnn\] share_weights = true, but variant 'tpe' uses the real embedding "
+                                         r"'tpe': real layers have no real/imaginary weights to share; set "
+                                         r"share_weights per variant instead$"):
+        plan_units(grid)
+    real_network = dataclasses.replace(tiny_grid(tmp_path / "net").transformer, network="real")
+    grid = tiny_grid(tmp_path / "net2", models=["transformer"], transformer=real_network,
+                     variants=[Variant("shared", "complex-order", share_weights=True)])
+    with pytest.raises(ValueError, match=r"^\[transformer\] variant 'shared' sets share_weights, but it runs in "
+                                         r"network = 'real', whose real layers have no real/imaginary weights to share$"):
+        plan_units(grid)
+    assert not trained
+    # complex embeddings in complex layers keep it, model-wide or per variant
+    assert len(plan_units(tiny_grid(tmp_path / "ok", models=["cnn"], embeddings=["complex-order"],
+                                    cnn=ModelSettings(embedding_dim=8, filters=4, share_weights=True)))) == 2

@@ -178,7 +178,17 @@ def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
         raise ValueError(f"{name} must be a real tensor of shape {tuple(shape)} (num_embeddings, embedding_dim), got {got}")
     if matrix.is_complex():
         raise ValueError(f"{name} must be real-valued, got dtype {matrix.dtype}")
+    if matrix.is_floating_point() and matrix.numel() and not bool(torch.isfinite(matrix).all()):
+        row = int((~torch.isfinite(matrix)).any(dim=1).nonzero()[0, 0])
+        raise ValueError(f"{name} holds NaN or infinite values (first in row {row}); it must be finite")
     return matrix
+
+
+def _check_complex_form(module: str, dtype: torch.dtype | None) -> None:
+    """Complex embeddings build a complex output from their real tables: bfloat16 has no complex form."""
+    if dtype == torch.bfloat16:
+        raise TypeError(f"{module} has no bfloat16 form (PyTorch has no bfloat16 complex dtype); use "
+                        "float32, float64 or float16 parameters")
 
 
 def _embedding_repr(module: nn.Module, *options: str) -> str:
@@ -344,8 +354,8 @@ class LearnedPositionalEmbedding(WordEmbedding):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, max_positions: int = 512,
                  padding_idx: int | None = None, sparse: bool = False, device=None, dtype=None) -> None:
-        if max_positions <= 0:
-            raise ValueError(f"max_positions must be positive, got {max_positions}")
+        if isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions <= 0:
+            raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
         self.max_positions = max_positions
         super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx, sparse=sparse,
                          device=device, dtype=dtype)
@@ -359,6 +369,10 @@ class LearnedPositionalEmbedding(WordEmbedding):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         words = self.embed_words(tokens)
+        if positions is None and tokens.dim() and tokens.shape[-1] > self.max_positions:
+            raise ValueError(f"sequence length {tokens.shape[-1]} exceeds max_positions={self.max_positions} of "
+                             "LearnedPositionalEmbedding (without positions, tokens take positions 0 .. L-1); build "
+                             "it with a larger max_positions")
         pos = _resolve_positions(tokens, positions, torch.float64)
         if pos.numel() and (pos.min() < 0 or pos.max() >= self.max_positions or (pos != pos.round()).any()):
             raise ValueError(
@@ -505,6 +519,7 @@ class ComplexOrderEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
+        _check_complex_form("ComplexOrderEmbedding", dtype)
         _check_flags(sparse=sparse, fused=fused, initial_phase=initial_phase)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
@@ -613,9 +628,7 @@ class ComplexOrderEmbedding(nn.Module):
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
         dtype = self.amplitude.dtype
-        if dtype == torch.bfloat16:
-            raise TypeError("ComplexOrderEmbedding has no bfloat16 form (PyTorch has no bfloat16 complex dtype); use "
-                            "float32, float64 or float16 parameters")
+        _check_complex_form("ComplexOrderEmbedding", dtype)
         pos = _resolve_positions(tokens, positions, _position_dtype(dtype))
         if positions is None and self.first_position:
             pos = pos + self.first_position
@@ -685,6 +698,7 @@ class ComplexVanillaEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
+        _check_complex_form("ComplexVanillaEmbedding", dtype)
         _check_flags(sparse=sparse)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
@@ -720,6 +734,7 @@ class ComplexVanillaEmbedding(nn.Module):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
+        _check_complex_form("ComplexVanillaEmbedding", self.amplitude.dtype)  # a module moved with .to(bfloat16)
         if positions is not None:
             _resolve_positions(tokens, positions, _position_dtype(self.amplitude.dtype))  # validate only
         if self.training and self.phase_dropout:

@@ -251,6 +251,19 @@ class GridConfig:
                                                  else v.share_weights):
                         raise ValueError(f"[{name}] network = 'authors' has real weights shared by both parts "
                                          f"already; variant {v.label!r} sets share_weights")
+            for v in self.resolved_variants():  # shared real/imaginary weights exist in complex layers only
+                model_wide = getattr(self, name).share_weights and v.share_weights is None
+                if not (v.share_weights or model_wide):
+                    continue
+                who = (f"[{name}] share_weights = true, but variant {v.label!r}" if model_wide
+                       else f"[{name}] variant {v.label!r} sets share_weights, but it")
+                if not build_embedding(v.embedding, 4, 4, padding_idx=0).is_complex:
+                    raise ValueError(f"{who} uses the real embedding {v.embedding!r}: real layers have no "
+                                     "real/imaginary weights to share"
+                                     + ("; set share_weights per variant instead" if model_wide else ""))
+                if network == "real":
+                    raise ValueError(f"{who} runs in network = 'real', whose real layers have no real/imaginary "
+                                     "weights to share")
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
                 owned = sorted(set(v.options) & {"sparse", "device", "dtype", "padding_idx", "max_positions",

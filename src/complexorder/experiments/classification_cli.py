@@ -300,4 +300,7 @@ def run_report(args: argparse.Namespace) -> int:
     if "**Cells mixing settings.**" in text:
         print(f"complexorder: note: some cells of {args.out} mix units trained with different settings (listed "
               f"under the table)", file=sys.stderr)
+    if "**Units re-run with other settings.**" in text:
+        print(f"complexorder: note: some units of {args.out} also have earlier records trained with other settings, "
+              "which the table leaves out (listed under the table)", file=sys.stderr)
     return 0

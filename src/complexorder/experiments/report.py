@@ -168,6 +168,15 @@ def setting_key(record: dict) -> str | None:
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _superseded_section(records: list[dict], blank_after: bool = False) -> list[str]:
+    hidden = superseded_settings(records)
+    if not hidden:
+        return []
+    return (["", "**Units re-run with other settings.** Only the latest record of a unit is shown; these units also "
+                 "have earlier records trained with other settings (setting hashes without split and seed), which no "
+                 "mean or test here includes:", ""] + [f"- {line}" for line in hidden] + ([""] if blank_after else []))
+
+
 def mixed_settings(records: list[dict]) -> list[str]:
     """One line per (dataset, model, variant) cell whose shown units were trained with different settings."""
     keys: dict[tuple, set] = defaultdict(set)
@@ -175,6 +184,24 @@ def mixed_settings(records: list[dict]) -> list[str]:
         keys[(r["dataset"], r["model"], r["variant"])].add(setting_key(r))
     return [f"{d} {m} {v}: {len(k)} different settings ({', '.join(sorted(map(str, k)))})"
             for (d, m, v), k in sorted(keys.items()) if len(k) > 1]
+
+
+def superseded_settings(records: list[dict]) -> list[str]:
+    """One line per unit that also has an earlier record trained with other settings than the one shown (a unit
+    re-run with other epochs or vectors into the same file, or the same unit in two results files): only the
+    latest record of a unit is shown, so the other is left out of every mean and test."""
+    shown = {(r["dataset"], r["model"], r["variant"], r["split"]): r for r in latest_records(records)}
+    hidden: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        key = (r["dataset"], r["model"], r["variant"], r["split"])
+        if r is not shown[key] and setting_key(r) != setting_key(shown[key]):
+            hidden[key].append(r)
+    def brief(r: dict) -> str:
+        return f"settings {setting_key(r)}, test {float(r['test_accuracy']):.4f}"
+
+    return [f"{d} {m} {v} {split}: shows the latest record ({brief(shown[(d, m, v, split)])}); {len(rs)} earlier "
+            f"record(s) with other settings left out ({'; '.join(map(brief, rs))})"
+            for (d, m, v, split), rs in sorted(hidden.items())]
 
 
 def latest_records(records: list[dict]) -> list[dict]:
@@ -467,6 +494,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
                     "under one label — e.g. a unit re-run with other epochs into the same results file; their means "
                     "and marks mix the two (setting hashes without split and seed in brackets):", ""]
         out += [f"- {line}" for line in mixed]
+    out += _superseded_section(records)
     out += ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
     out += _majority_section(records)

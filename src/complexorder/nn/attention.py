@@ -96,6 +96,7 @@ class ComplexMultiheadAttention(nn.Module):
                  share_weights: bool = False, batch_first: bool = True, score: str = "modulus",
                  device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(bias=bias, share_weights=share_weights, batch_first=batch_first)
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads}")

@@ -43,6 +43,7 @@ class ComplexConv1d(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
                  dilation: int = 1, bias: bool = True, share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(bias=bias, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
         kernel_size, stride, dilation = (_single(v, name) for v, name in ((kernel_size, "kernel_size"),
                                                                           (stride, "stride"), (dilation, "dilation")))

@@ -154,6 +154,14 @@ def check_modulus_eps(eps: float, name: str = "eps") -> None:
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
 
 
+def check_flags(**flags: object) -> None:
+    """A one-line error unless every switch is a bool: ``share_weights="no"`` is truthy, and would otherwise
+    silently build the shared-weight layer (half the parameters); the embeddings check theirs alike."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
 def check_dropout(p: float, name: str = "dropout") -> None:
     """A one-line error unless the dropout probability ``p`` is a number in [0, 1] (``F.dropout``'s own range)."""
     if not (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):

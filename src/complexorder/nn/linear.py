@@ -54,6 +54,7 @@ class ComplexLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, share_weights: bool = False,
                  device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(bias=bias, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
         self.in_features = in_features
         self.out_features = out_features

@@ -37,6 +37,7 @@ class ComplexLayerNorm(nn.Module):
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(elementwise_affine=elementwise_affine)
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
@@ -85,6 +86,7 @@ class ComplexBatchNorm1d(nn.Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(affine=affine, track_running_stats=track_running_stats)
         CF.check_modulus_eps(eps)
         kwargs = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
                       device=device, dtype=dtype)
@@ -100,4 +102,7 @@ class ComplexBatchNorm1d(nn.Module):
         if input.dim() not in (2, 3) or input.shape[1] != self.real.num_features:
             c = self.real.num_features
             raise ValueError(f"ComplexBatchNorm1d expects input [N, {c}] or [N, {c}, L], got {list(input.shape)}")
+        state = self.real.weight if self.real.weight is not None else self.real.running_mean
+        if state is not None:  # affine weights or running statistics: their dtype must match the input's parts
+            CF._require_matching_dtype(input, state)
         return torch.complex(self.real(input.real), self.imag(input.imag))

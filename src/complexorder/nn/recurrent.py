@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from . import functional as CF
 from .functional import _require_complex, _require_matching_dtype
 from .linear import init_complex_pair
 
@@ -62,6 +63,7 @@ class ComplexLSTM(nn.Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False,
                  share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(bias=bias, batch_first=batch_first, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
         self.input_size, self.hidden_size = input_size, hidden_size
         self.batch_first, self.share_weights = batch_first, share_weights

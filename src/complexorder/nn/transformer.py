@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from . import functional as CF
 from .activation import ComplexDropout, SplitActivation
 from .attention import ComplexMultiheadAttention
 from .linear import ComplexLinear
@@ -66,6 +67,8 @@ class ComplexTransformerEncoderLayer(nn.Module):
                  norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
                  attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(batch_first=batch_first, norm_first=norm_first, share_weights=share_weights,
+                       share_ffn_weights=share_ffn_weights)
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
                                                    score=attention_score,
@@ -120,6 +123,8 @@ class ComplexTransformerDecoderLayer(nn.Module):
                  norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
                  attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
+        CF.check_flags(batch_first=batch_first, norm_first=norm_first, share_weights=share_weights,
+                       share_ffn_weights=share_ffn_weights)
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
                                                    score=attention_score,
