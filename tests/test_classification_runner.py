@@ -1056,3 +1056,21 @@ def test_share_weights_on_a_real_embedding_or_network_fails_before_any_training(
     # complex embeddings in complex layers keep it, model-wide or per variant
     assert len(plan_units(tiny_grid(tmp_path / "ok", models=["cnn"], embeddings=["complex-order"],
                                     cnn=ModelSettings(embedding_dim=8, filters=4, share_weights=True)))) == 2
+
+
+def test_empty_selections_and_a_variant_without_a_label_are_errors(tmp_path):
+    # stop 73: `datasets = []` or `models = []` planned 0 units and exited 0; a variant without `label` said
+    # "Variant.__init__() missing 1 required positional argument: 'label'"
+    from complexorder.config import config_from_dict
+
+    for key, listed in (("datasets", "MR, SUBJ, CR"), ("models", "fasttext, cnn, lstm, transformer")):
+        with pytest.raises(ValueError, match=rf"^{key} is empty \(config `{key}` / --{key}\); list at least one of "
+                                             rf"{listed}"):
+            plan_units(tiny_grid(tmp_path / key, **{key: []}))
+    with pytest.raises(ValueError, match=r"^embeddings is empty \(config `embeddings` / --embeddings\) and no variants "
+                                         r"are given; list at least one of none, pe, tpe, complex-vanilla, complex-order$"):
+        plan_units(tiny_grid(tmp_path / "e", embeddings=[]))
+    assert len(plan_units(tiny_grid(tmp_path / "v", embeddings=[], variants=[Variant("a", "none")]))) == 8  # 4 x 2
+    with pytest.raises(ValueError, match=r"^grid.toml.variants\[0\]: missing key 'label'; it is required \(keys: "
+                                         r"label, embedding, options, share_weights\)$"):
+        config_from_dict({"embedding": "none"}, Variant, where="grid.toml.variants[0]")

@@ -369,7 +369,7 @@ def test_pretrained_of_the_wrong_shape():
         co.WordEmbedding(5, 2).load_word_vectors(torch.zeros(2, 5))
     with pytest.raises(ValueError, match=r"^pretrained must be real-valued, got dtype torch.complex64$"):
         co.build_embedding("complex-order", 5, 2, pretrained=torch.zeros(5, 2, dtype=torch.complex64))
-    with pytest.raises(ValueError, match=r"^max_positions must be positive, got 0$"):
+    with pytest.raises(ValueError, match=r"^max_positions must be a positive integer, got 0$"):
         co.LearnedPositionalEmbedding(5, 2, max_positions=0)
 
 

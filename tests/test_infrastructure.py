@@ -555,7 +555,7 @@ def test_config_values_of_the_wrong_type_are_one_line_errors_naming_the_key():
     class Required:
         needed: int
 
-    with pytest.raises(ValueError, match=r"^config: .*missing 1 required positional argument: 'needed'$"):
+    with pytest.raises(ValueError, match=r"^config: missing key 'needed'; it is required \(keys: needed\)$"):
         config_from_dict({}, Required)
 
 
@@ -773,3 +773,36 @@ def test_out_of_memory_becomes_one_line_naming_the_settings(capsys, monkeypatch)
     err = capsys.readouterr().err
     assert err == ("complexorder: error: out of memory: one tensor of 1152921.5 TB could not be allocated; lower "
                    "batch_size or the model's sizes in the config (finished results are kept)\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "99999999999999999999"], "--seed must be an integer in [0, 2**32), got 99999999999999999999"),
+    (["--seed", "-1"], "--seed must be an integer in [0, 2**32), got -1"),
+    (["--train-size", "100000000000"], "--train-size must be at most 1,000,000 (the demo builds its sequences in "
+                                       "memory; the default 4,000 trains in under a minute), got 100,000,000,000"),
+])
+def test_demo_checks_its_seed_and_size_before_any_work(argv, message, capsys, monkeypatch):
+    """Stop 73: a seed of 20 digits said "Overflow when unpacking long long", -1 was taken (the grids refuse it), and
+    10**11 training sequences ran until killed."""
+    from complexorder.cli import main
+    from complexorder.experiments import demo_cli
+
+    monkeypatch.setattr(demo_cli, "run_demo", lambda *a, **k: pytest.fail("the demo ran"))
+    assert main(["demo", "--embeddings", "pe", "--epochs", "1", *argv]) == 2
+    assert capsys.readouterr().err == f"complexorder: error: {message}\n"
+
+
+def test_a_checkpoint_of_a_newer_format_version_is_refused(tmp_path):
+    """Stop 73: `inspect` loaded a checkpoint with version 99 as if it were version 1."""
+    from complexorder.checkpoint import CHECKPOINT_VERSION, save_checkpoint
+
+    path = tmp_path / "model.pt"
+    save_checkpoint(path, kind="classifier", config={}, model_state={})
+    assert load_checkpoint(path, "classifier")["version"] == CHECKPOINT_VERSION
+    payload = torch.load(path, weights_only=True)
+    payload["version"] = CHECKPOINT_VERSION + 98
+    torch.save(payload, path)
+    with pytest.raises(ValueError, match=rf"^checkpoint {path} has format version {CHECKPOINT_VERSION + 98}, newer than "
+                                         rf"this complexorder reads \({CHECKPOINT_VERSION}\); upgrade complexorder to "
+                                         r"load it$"):
+        load_checkpoint(path, "classifier")

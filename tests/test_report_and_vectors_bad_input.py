@@ -189,3 +189,45 @@ def test_a_truncated_word2vec_text_file_names_the_line_and_its_number_of_values(
     whole = tmp_path / "whole.txt"
     whole.write_text("4 300\n" + "\n".join(rows) + "\n")
     assert load_word_vectors(whole).vector_size == 300
+
+
+def test_repeated_and_non_utf8_words_and_a_non_number_are_named(tmp_path, capsys):
+    """Stop 73: a word given twice lost its second vector, and a word with bytes that are not UTF-8 was read with
+    U+FFFD (so it matched nothing), both without a word; a non-number said gensim's "could not convert string to
+    float: 'abc'", naming no line."""
+    import numpy as np
+    from gensim.models import KeyedVectors
+
+    from complexorder.data.vectors import load_word_vectors
+
+    rows = [f"w{i} " + " ".join(f"0.{(i * 8 + j) % 97:02d}" for j in range(8)) for i in range(4)]
+    twice = tmp_path / "twice.txt"
+    twice.write_text("5 8\n" + "\n".join(rows) + "\nw1 " + " ".join(["9.0"] * 8) + "\n")
+    kv = load_word_vectors(twice)
+    assert kv.load_notes == ["1 word(s) appear more than once, e.g. 'w1' on lines 3 and 6; the first vector of each is "
+                             "used (as gensim does), the later ones are ignored"]
+    assert kv["w1"][0] == pytest.approx(0.08, abs=1e-7) and len(kv.key_to_index) == 4  # gensim's choice, now said
+    glove = tmp_path / "glove.txt"
+    glove.write_text("\n".join(rows) + "\nw2 " + " ".join(["9.0"] * 8) + "\n")
+    assert load_word_vectors(glove, "glove").load_notes[0].startswith("1 word(s) appear more than once, e.g. 'w2' on "
+                                                                      "lines 3 and 5")
+    binary = tmp_path / "twice.bin"
+    KeyedVectors.load_word2vec_format(str(twice)).save_word2vec_format(str(binary), binary=True)
+    raw = binary.read_bytes().split(b"\n", 1)  # add the repeated word's row again, as a second copy would
+    row = raw[1][: len(raw[1]) // 4]
+    binary.write_bytes(b"5 8\n" + raw[1] + row)
+    assert load_word_vectors(binary).load_notes == ["1 word(s) appear more than once; the first vector of each is used "
+                                                    "(as gensim does), the later ones are ignored"]
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(("4 8\n" + "\n".join(rows[:3]) + "\n").encode() + b"caf\xe9 " + rows[3].split(" ", 1)[1].encode())
+    # (the byte 0xE9 within the first 4 kB made the format sniffer take the file for word2vec binary)
+    assert load_word_vectors(latin).load_notes == ["1 word(s) are not UTF-8, e.g. line 5 ('caf\\ufffd'); they are read "
+                                                   "with U+FFFD in place of the bad bytes and match no word of the data"]
+    word = tmp_path / "word.txt"
+    word.write_text("4 8\n" + "\n".join(rows[:2]) + "\nw2 0.1 abc" + " 0.1" * 6 + "\n" + rows[3] + "\n")
+    with pytest.raises(ValueError, match=rf"^vectors file {word} is not valid word2vec-text vectors: line 4 \(word "
+                                         r"'w2'\) holds 'abc', which is not a number$"):
+        load_word_vectors(word)
+    clean = tmp_path / "clean.txt"
+    clean.write_text("4 8\n" + "\n".join(rows) + "\n")
+    assert load_word_vectors(clean).load_notes == [] and np.isfinite(load_word_vectors(clean).vectors).all()

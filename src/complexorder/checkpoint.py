@@ -431,6 +431,10 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None,
                          f"{_load_failure(exc, head)}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
+    version = payload.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint {path} has format version {version}, newer than this complexorder reads "
+                         f"({CHECKPOINT_VERSION}); upgrade complexorder to load it")
     kinds = (kind,) if isinstance(kind, str) else kind
     if kinds is not None and payload.get("kind") not in kinds:
         raise ValueError(f"checkpoint {path} holds a {payload.get('kind')!r} model, expected {' or '.join(map(repr, kinds))}")

@@ -151,9 +151,13 @@ def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(fields)}")
     hints = typing.get_type_hints(cls)
     kwargs = {name: _check_value(value, hints[name], f"{where}.{name}") for name, value in data.items()}
+    missing = [name for name, f in fields.items() if name not in data and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING and f.init]
+    if missing:  # was Python's "Variant.__init__() missing 1 required positional argument: 'label'"
+        raise ValueError(f"{where}: missing key {missing[0]!r}; it is required (keys: {', '.join(fields)})")
     try:
         return cls(**kwargs)
-    except TypeError as exc:  # a required field without a default
+    except TypeError as exc:  # anything else a constructor refuses
         raise ValueError(f"{where}: {exc}") from None
 
 

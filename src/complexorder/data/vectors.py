@@ -150,6 +150,14 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
     return model.wv
 
 
+def _is_number(field: bytes) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
 def _sniff_format(path: Path) -> str:
     with path.open("rb") as fh:
         head = fh.readline()
@@ -159,6 +167,10 @@ def _sniff_format(path: Path) -> str:
     except UnicodeDecodeError:
         first = []
     if len(first) == 2 and all(f.isdigit() for f in first):
+        if b"\n" in second:  # a whole first row of numbers is text, whatever a word's bytes (Latin-1, say)
+            fields = second.split(b"\n", 1)[0].split()
+            if len(fields) == int(first[1]) + 1 and all(_is_number(f) for f in fields[1:]):
+                return "word2vec-text"
         try:  # incremental: a window that ends inside a multi-byte character is still text
             codecs.getincrementaldecoder("utf-8")().decode(second, final=False)
             return "word2vec-text"
@@ -196,18 +208,30 @@ def _format_hint(path: Path, fmt: str) -> str:
     return f"; it looks like {sniffed}: pass --vectors-format {sniffed} (or auto)" if sniffed != fmt else ""
 
 
-def _text_rows_problem(path: Path, fmt: str) -> str | None:
+def _text_rows_problem(path: Path, fmt: str, notes: list[str] | None = None, values: bool = False) -> str | None:
     """The first row of a word2vec-text or GloVe file with another number of values than the dimension (its
     header's, or the first row's for GloVe), or fewer rows than the word2vec header declares, in a few words
-    naming the line (a file cut short by an interrupted copy, say); None when neither (or another format)."""
+    naming the line (a file cut short by an interrupted copy, say); None when neither (or another format).
+
+    ``notes``: a list to append what gensim changes without a word: a word given twice (gensim keeps its first
+    vector) and words whose bytes are not UTF-8 (read with U+FFFD in their place, so they match no word of the
+    data). ``values``: also name the first value that is not a number (slow: every value is parsed)."""
     if fmt not in ("word2vec-text", "glove"):
         return None
     from gensim import utils  # opens .gz / .bz2 files as gensim itself reads them
 
     dim, declared, rows = None, None, 0
+    first_seen: dict[str, int] = {}
+    repeated: list[tuple[str, int, int]] = []
+    not_utf8: list[tuple[int, str]] = []
     with utils.open(str(path), "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            parts = raw.decode("utf-8", errors="replace").split()
+            try:
+                parts = raw.decode("utf-8").split()
+            except UnicodeDecodeError:
+                parts = raw.decode("utf-8", errors="replace").split()
+                if parts and (number > 1 or fmt == "glove"):
+                    not_utf8.append((number, parts[0]))
             if number == 1 and fmt == "word2vec-text":
                 if len(parts) != 2 or not all(p.isdigit() for p in parts):
                     return None
@@ -217,16 +241,44 @@ def _text_rows_problem(path: Path, fmt: str) -> str | None:
                 continue
             if dim is None:
                 dim = len(parts) - 1
+            word = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + " …"
             if len(parts) - 1 != dim:
-                word = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + " …"
                 return (f"line {number} (word {word!r}) has {len(parts) - 1} values where {dim} were expected "
                         f"({'the header' if fmt == 'word2vec-text' else 'the first row'}'s dimension; truncated?)")
+            if values:
+                for value in parts[1:]:
+                    try:
+                        float(value)
+                    except ValueError:
+                        shown = value if len(value) <= 20 else value[:20] + " …"
+                        return f"line {number} (word {word!r}) holds {shown!r}, which is not a number"
+            if parts[0] in first_seen:
+                repeated.append((word, first_seen[parts[0]], number))
+            else:
+                first_seen[parts[0]] = number
             rows += 1
     if declared is not None and rows < declared:
         return f"it has {rows} vector rows where its header declares {declared} (truncated?)"
     if declared is not None and rows > declared:  # gensim reads the declared number and drops the rest unsaid
         return f"it has {rows} vector rows where its header declares {declared}; correct the header's first number"
+    if notes is not None and repeated:
+        word, first, again = repeated[0]
+        notes.append(f"{len(repeated)} word(s) appear more than once, e.g. {word!r} on lines {first} and {again}; the "
+                     "first vector of each is used (as gensim does), the later ones are ignored")
+    if notes is not None and not_utf8:
+        number, word = not_utf8[0]
+        notes.append(f"{len(not_utf8)} word(s) are not UTF-8, e.g. line {number} ({ascii(word)}); they are read with "
+                     "U+FFFD in place of the bad bytes and match no word of the data")
     return None
+
+
+def _declared_rows(path: Path) -> int:
+    """The vector count a word2vec binary file's header declares (0 when it cannot be read)."""
+    from gensim import utils
+
+    with utils.open(str(path), "rb") as fh:
+        parts = fh.readline().split()
+    return int(parts[0]) if len(parts) == 2 and parts[0].isdigit() else 0
 
 
 def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | None = None):
@@ -250,14 +302,19 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = first.encode("ascii", "backslashreplace").decode("ascii")  # raw bytes of a binary file, made printable
         first = first if len(first) <= 120 else first[:120] + " …"
-        first = _text_rows_problem(path, fmt) or first  # gensim's own words name no line ("could not broadcast ...")
+        first = _text_rows_problem(path, fmt, values=True) or first  # gensim's words name no line ("could not ...")
         raise ValueError(f"vectors file {path} is not valid {fmt} vectors: {first}{_format_hint(path, fmt)}") from None
     if len(kv) == 0:
         raise ValueError(f"vectors file {path} holds no vectors{_format_hint(path, fmt)}")
-    if fmt == "word2vec-text":  # gensim reads as many rows as the header declares and drops the rest unsaid
-        problem = _text_rows_problem(path, fmt)
+    notes: list[str] = []
+    if fmt in ("word2vec-text", "glove"):  # gensim reads as many rows as the header declares and drops the rest unsaid
+        problem = _text_rows_problem(path, fmt, notes)
         if problem:
             raise ValueError(f"vectors file {path}: {problem}")
+    elif len(kv.key_to_index) < _declared_rows(path):  # binary: gensim keeps a repeated word's first vector
+        notes.append(f"{_declared_rows(path) - len(kv.key_to_index)} word(s) appear more than once; the first vector of each is "
+                     "used (as gensim does), the later ones are ignored")
+    kv.load_notes = notes  # what gensim changed without a word; the classification runner logs and records them
     finite = torch.from_numpy(kv.vectors).isfinite().all(dim=1)
     if not bool(finite.all()):
         row = int((~finite).nonzero()[0])

@@ -222,6 +222,13 @@ class GridConfig:
 
     def validate(self) -> None:
         resolve_device(self.device, "device (config `device` / --device)")
+        for key, valid in (("datasets", DATASETS), ("models", CLASSIFIERS)):  # was "0 units ... 0 to run", exit 0
+            if not getattr(self, key):
+                raise ValueError(f"{key} is empty (config `{key}` / --{key}); list at least one of "
+                                 f"{', '.join(valid)}")
+        if not self.variants and not self.embeddings:
+            raise ValueError(f"embeddings is empty (config `embeddings` / --embeddings) and no variants are given; "
+                             f"list at least one of {', '.join(EMBEDDINGS)}")
         for key in ("datasets", "models", "folds", "seeds"):  # a repeated entry would train each of its units twice
             values = getattr(self, key)
             repeated = [v for v in dict.fromkeys(values) if values.count(v) > 1]
@@ -377,6 +384,8 @@ class _Cache:
     def word_vectors(self, path: str, dim: int):
         if (path, dim) not in self.vectors:
             self.vectors[(path, dim)] = load_word_vectors(path, self.vectors_format, expected_dim=dim)
+            for note in getattr(self.vectors[(path, dim)], "load_notes", []) if self.log else ():
+                self.log(f"vectors file {path}: {note}")  # also kept in every result's vectors record
         return self.vectors[(path, dim)]
 
     def digest(self, path: str) -> str:
@@ -451,6 +460,8 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         kv = cache.word_vectors(grid.vectors, settings.embedding_dim)
         pretrained, coverage = vectors_for_vocabulary(kv, vocab, seed=unit.seed)
         vectors_info = {"path": grid.vectors, "coverage": round(coverage, 4), "sha256": cache.digest(grid.vectors)}
+        if getattr(kv, "load_notes", None):
+            vectors_info["notes"] = list(kv.load_notes)
         made = vectors_provenance(grid.vectors, vectors_info["sha256"])  # written by `complexorder vectors train`
         if made and isinstance(made.get("versions"), dict):
             vectors_info["trained_with"] = made["versions"]

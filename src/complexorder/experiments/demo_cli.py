@@ -10,6 +10,9 @@ from ..embeddings import EMBEDDINGS
 from ..environment import set_threads
 from .demo import DemoConfig, format_demo_table, run_demo
 
+#: the largest --train-size (the default is 4,000)
+MAX_TRAIN_SIZE = 1_000_000
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="train the five embeddings on the built-in word-order task (no data needed)",
@@ -39,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     check_no_repeats(names, args.embeddings, "embeddings")  # each would train and print twice
     if args.epochs <= 0 or args.train_size <= 0:
         raise ValueError("--epochs and --train-size must be positive")
+    if args.train_size > MAX_TRAIN_SIZE:  # built in memory at once: 10**11 ran until killed, with no output
+        raise ValueError(f"--train-size must be at most {MAX_TRAIN_SIZE:,} (the demo builds its sequences in memory; "
+                         f"the default {DemoConfig.train_size:,} trains in under a minute), got {args.train_size:,}")
+    if not 0 <= args.seed < 2 ** 32:  # torch's generators take 64 bits; the grids' seeds stay below 2**32 too
+        raise ValueError(f"--seed must be an integer in [0, 2**32), got {args.seed}")
     set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
     print(f"Word-order task: is A before B? {config.train_size} training sequences of length "

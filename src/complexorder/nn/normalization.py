@@ -102,7 +102,8 @@ class ComplexBatchNorm1d(nn.Module):
         if input.dim() not in (2, 3) or input.shape[1] != self.real.num_features:
             c = self.real.num_features
             raise ValueError(f"ComplexBatchNorm1d expects input [N, {c}] or [N, {c}, L], got {list(input.shape)}")
-        state = self.real.weight if self.real.weight is not None else self.real.running_mean
-        if state is not None:  # affine weights or running statistics: their dtype must match the input's parts
-            CF._require_matching_dtype(input, state)
+        if not torch.jit.is_scripting():  # affine weights or running statistics: their dtype must match the input's
+            state = self.real.weight if self.real.weight is not None else self.real.running_mean
+            if state is not None:
+                CF._require_matching_dtype(input, state)
         return torch.complex(self.real(input.real), self.imag(input.imag))
