@@ -321,6 +321,10 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
         emb([[1, 2]])
     with pytest.raises(ValueError, match="outside the vocabulary"):
         emb(torch.tensor([[1, 12]]))
+    with pytest.raises(IndexError, match="outside the vocabulary"):  # stop 73: what nn.Embedding raises, caught alike
+        emb(torch.tensor([[-1, 2]]))
+    with pytest.raises(IndexError):
+        torch.nn.Embedding(10, 4)(torch.tensor([[1, 12]]))
     with pytest.raises(ValueError, match=r"positions of shape \(3,\) do not broadcast to tokens of shape \(2, 2\)"):
         emb(torch.tensor([[1, 2], [3, 4]]), torch.arange(3))
     with pytest.raises(ValueError, match=r"do not broadcast"):  # broadcasting would *grow* the tokens

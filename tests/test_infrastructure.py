@@ -772,7 +772,7 @@ def test_out_of_memory_becomes_one_line_naming_the_settings(capsys, monkeypatch)
     assert cli.main(["demo", "--epochs", "1"]) == 2
     err = capsys.readouterr().err
     assert err == ("complexorder: error: out of memory: one tensor of 1152921.5 TB could not be allocated; lower "
-                   "batch_size or the model's sizes in the config (finished results are kept)\n")
+                   "batch_size (or --beam-size) or the model's sizes in the config (finished results are kept)\n")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -366,3 +367,52 @@ def test_a_file_system_that_cannot_lock_trains_unlocked_with_a_note(tmp_path, mo
         (tmp_path / "run" / "last.pt").write_bytes(b"x")
     assert messages == [f"note: --out: {tmp_path / 'run'} cannot be locked (No locks available); training without "
                         f"the lock that refuses a second training in the same directory"]
+
+
+def test_lm_eval_shows_its_result_before_the_results_file_and_names_a_short_cut(tmp_path, capsys):
+    """Stop 73: with --results /dev/full the BPC was never shown; `--max-chars 1` blamed the corpus's valid file;
+    `train.eval_max_chars = 1` said "use a longer corpus"; `--splits valid,` passed; a summary printed before any
+    validation held `Infinity`, which is not JSON."""
+    text = "the cat sat on the mat and the dog sat on the log " * 20
+    for split in ("train", "valid", "test"):
+        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    out = tmp_path / "run"
+    train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", out, progress=False,
+                         log=lambda m: None)
+    ck, corpus = str(out / "last.pt"), str(tmp_path / "corpus")
+    if Path("/dev/full").exists():
+        assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--no-progress", "--splits", "valid",
+                     "--results", "/dev/full"]) == 2
+        shown, err = capsys.readouterr()
+        assert json.loads(shown)["valid_bpc"] > 0
+        assert err == "complexorder: error: cannot write /dev/full: No space left on device\n"  # no "[Errno 28]"
+    assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--no-progress", "--splits", "valid",
+                 "--max-chars", "3"]) == 2
+    assert capsys.readouterr().err.strip() == ("complexorder: error: --max-chars 3 leaves the valid split 3 characters, "
+                                               "too few for 2 evaluation streams of 2 or more; give at least 4 (or a "
+                                               "smaller --batch-size)")
+    for splits in ("valid,", "valid,,test"):
+        assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--splits", splits]) == 2
+        assert capsys.readouterr().err.strip() == (f"complexorder: error: --splits: {splits!r} has an empty entry; "
+                                                   "give names separated by single commas")
+    data = {k: dict(v) for k, v in TINY_RUN.items()}
+    data["train"]["eval_max_chars"] = 1
+    with pytest.raises(ValueError, match=r"^train.eval_max_chars = 1 leaves 1 validation characters, too few for 2 "
+                                         r"evaluation streams of 2 or more; set it to at least 4 \(or 0: the whole "
+                                         r"valid split\)$"):
+        train_language_model(config_from_dict(data, LMConfig), tmp_path / "corpus", tmp_path / "run2", progress=False,
+                             log=lambda m: None)
+    from complexorder.config import json_ready
+    assert json.dumps(json_ready({"best_valid_bpc": float("inf"), "a": [float("nan"), 1.0]})) == \
+        '{"best_valid_bpc": null, "a": [null, 1.0]}'
+
+
+def test_prepare_text8_never_writes_over_its_source(tmp_path, small_text8, capsys):
+    """Stop 73: `--source p/train.txt --out p` replaced the source by its first 90M characters."""
+    source = tmp_path / "train.txt"
+    source.write_bytes(small_text8)
+    assert main(["lm", "prepare-text8", "--source", str(source), "--out", str(tmp_path), "--skip-checksum"]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out {tmp_path / 'train.txt'} is the source "
+                                               "(--source), which this command reads; writing it would destroy it — "
+                                               "choose another file")
+    assert source.read_bytes() == small_text8

@@ -871,7 +871,16 @@ def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start
     ("decode.max_len_a", -1.0, "decode.max_len_a must be a finite number >= 0 (output tokens per source token), got -1.0"),
     ("decode.batch_size", 0, "decode.batch_size must be at least 1, got 0"),  # was: range() arg 3 must not be zero
     ("decode.beam_size", 0, "decode.beam_size must be at least 1, got 0"),
-    ("decode.length_penalty", float("nan"), "decode.length_penalty must be a finite number, got nan"),
+    ("decode.length_penalty", float("nan"), "decode.length_penalty must be a finite number in [-10, 10] (hypotheses "
+     "are ranked by log p / length ** length_penalty; beyond this the power overflows for long outputs), got nan"),
+    # stop 73: 700 raised OverflowError in the beam search, -700 ZeroDivisionError (tracebacks)
+    ("decode.length_penalty", 700.0, "decode.length_penalty must be a finite number in [-10, 10] (hypotheses "
+     "are ranked by log p / length ** length_penalty; beyond this the power overflows for long outputs), got 700.0"),
+    ("train.seed", 2 ** 32 + 5, "train.seed must be an integer in [0, 2**32), got 4294967301"),  # stop 73: seed 5's run
+    ("train.warmup_steps", -10, "train.warmup_steps must be >= 0 (0: no warm-up), got -10"),  # stop 73: as lm train
+    ("data.min_frequency", -1, "data.min_frequency must be >= 0, got -1"),  # stop 73: trained
+    ("name", "../../evil", "name must be a plain name without '/' (it names the default run directory "
+                           "runs/translation/NAME), got '../../evil'"),  # stop 73: wrote to ./evil
 ])
 def test_a_setting_out_of_range_is_an_error_naming_it_before_any_work(key, value, message, tmp_path):
     config = resolve_config("cpu-vanilla", {key: value})
@@ -881,10 +890,11 @@ def test_a_setting_out_of_range_is_an_error_naming_it_before_any_work(key, value
 
 
 def test_settings_that_mean_something_at_their_edge_are_still_accepted(tmp_path):
-    """vocab_size is the BPE's (ignored for words), min_frequency 0 counts as 1, warmup_steps <= 0 is no warm-up:
-    none of these reach the range check, so the run goes on to read the data (absent here)."""
+    """vocab_size is the BPE's (ignored for words), min_frequency 0 counts as 1, warmup_steps 0 is no warm-up
+    (stop 73: a negative one is refused, as lm train does): none of these reach the range check, so the run goes on
+    to read the data (absent here)."""
     for changes in ({"data.preprocessing": "word", "data.vocab_size": 0, "data.min_frequency": 0},
-                    {"train.warmup_steps": 0}, {"train.warmup_steps": -1}):
+                    {"train.warmup_steps": 0}):
         config = resolve_config("cpu-vanilla", changes)
         with pytest.raises(FileNotFoundError):
             train_translation(config, tmp_path / "run", tmp_path / "no-data", progress=False)
@@ -925,8 +935,89 @@ def test_output_paths_are_checked_before_decoding_and_name_the_option(trained, t
     assert main(["translate", "average", ck, "--run-dir", str(run_dir), "--output", str(tmp_path / "a.pt")]) == 2
     assert capsys.readouterr().err.strip() == (
         "complexorder: error: give checkpoints to average or --run-dir, not both")  # was: the checkpoint ignored
-    assert main(["translate", "run", "--checkpoint", ck, "--length-penalty", "nan"]) == 2
-    assert capsys.readouterr().err.strip() == "complexorder: error: --length-penalty must be a finite number, got nan"
+    for value in ("nan", "700", "-700"):  # stop 73: 700 was an OverflowError traceback, -700 a ZeroDivisionError
+        assert main(["translate", "run", "--checkpoint", ck, "--length-penalty", value]) == 2
+        assert capsys.readouterr().err.strip() == ("complexorder: error: --length-penalty must be a finite number in "
+                                                   f"[-10, 10], got {float(value)}")
+
+
+def test_translations_never_overwrite_a_checkpoint_a_results_file_or_the_data(trained, toy_data, tmp_path, capsys):
+    """Stop 73: --hypotheses and --output wrote text over another run's last.pt (which could then not be resumed),
+    over results and training logs, and over the training data; --hypotheses and --results could name one file."""
+    import shutil
+
+    run_dir = trained[0]
+    ck = str(run_dir / "last.pt")
+    copy = tmp_path / "other-run.pt"
+    shutil.copy(ck, copy)
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"bleu": 30.1}\n')
+    data = toy_data / "translation/multi30k"
+    before = {p: p.read_bytes() for p in (copy, results, data / "train.en", run_dir / "log.jsonl")}
+    base = ["--checkpoint", ck, "--data-dir", str(toy_data), "--no-progress"]
+    cases = [(["translate", "eval", *base, "--hypotheses", str(copy)], f"--hypotheses {copy} is a checkpoint "
+              "(torch.save's format); writing text over it would destroy it — choose another file"),
+             (["translate", "eval", *base, "--hypotheses", str(run_dir / "log.jsonl")], f"--hypotheses "
+              f"{run_dir / 'log.jsonl'} is a JSON-lines file (results or a training log); writing text over it would "
+              "destroy it — choose another file"),
+             (["translate", "eval", *base, "--hypotheses", str(data / "train.en")], f"--hypotheses {data / 'train.en'} "
+              "is a file of the Multi30k data (train.en), which this command reads; writing it would destroy it — "
+              "choose another file"),
+             (["translate", "eval", *base, "--hypotheses", str(results), "--results", str(results)],
+              f"--hypotheses {results} is a JSON-lines file (results or a training log); writing text over it would "
+              "destroy it — choose another file"),
+             (["translate", "eval", *base, "--hypotheses", str(tmp_path / "h.txt"), "--results",
+               str(tmp_path / "h.txt")], f"--hypotheses and --results name one file ({tmp_path / 'h.txt'}); the "
+              "translations and the JSON result would be written into each other — give two files"),
+             (["translate", "run", "--checkpoint", ck, "--input", str(data / "val.en"), "--output", str(copy)],
+              f"--output {copy} is a checkpoint (torch.save's format); writing text over it would destroy it — choose "
+              "another file")]
+    for argv, message in cases:
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
+    assert all(p.read_bytes() == b for p, b in before.items())
+    hyps = tmp_path / "hyps.txt"  # an ordinary text file is still replaced, as output files are
+    hyps.write_text("old\n")
+    assert main(["translate", "eval", *base, "--hypotheses", str(hyps)]) == 0
+    assert len(hyps.read_text().splitlines()) == 8 and "BLEU" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_the_score_is_printed_before_a_file_that_cannot_be_written(trained, toy_data, capsys):
+    """Stop 73: with --results /dev/full (a full disk) the BLEU, computed after all the decoding, was never shown."""
+    ck = str(trained[0] / "last.pt")
+    assert main(["translate", "eval", "--checkpoint", ck, "--data-dir", str(toy_data), "--no-progress",
+                 "--results", "/dev/full"]) == 2
+    out, err = capsys.readouterr()
+    assert re.match(r"^toy-complex-order test2016: BLEU .*; tokenized lower-cased BLEU \d+\.\d\d", out)
+    assert "No space left on device" in err
+
+
+def test_classic_mac_line_ends_are_refused_not_read_as_one_sentence(trained, tmp_path, capsys):
+    """Stop 73: `A dog.\\rA cat.\\r` was translated as one sentence (and a CR-only test split scored as one pair)."""
+    mac = tmp_path / "mac.txt"
+    mac.write_bytes(b"A dog.\rA cat.\rA man.\r")
+    assert main(["translate", "run", "--checkpoint", str(trained[0] / "last.pt"), "--input", str(mac)]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: {mac}: its lines end in '\\r' alone (classic Mac "
+                                               "line ends) and it holds no '\\n'; convert it to '\\n' line ends "
+                                               "(e.g. tr '\\r' '\\n')")
+
+
+def test_a_damaged_tokenizer_in_a_checkpoint_is_one_line(trained, tmp_path):
+    """Stop 73: garbage in the BPE model gave sentencepiece's RuntimeError traceback, bytes an AttributeError, and a
+    word tokenizer without its list the bare message `itos`."""
+    payload = torch.load(trained[0] / "last.pt", weights_only=True)
+    cases = [({"kind": "word"}, "the checkpoint's word tokenizer has no 'itos' entry; it was not written by "
+              "`complexorder translate train`, or was damaged"),
+             ({"kind": "bpe", "model": torch.tensor([1, 2, 3], dtype=torch.uint8)}, "the checkpoint's bpe tokenizer "
+              "cannot be rebuilt ("),
+             ({"kind": "bpe", "model": [1, 2]}, "the checkpoint's bpe tokenizer cannot be rebuilt (expected a uint8 "
+              "tensor, got list)")]
+    for i, (tokenizer, message) in enumerate(cases):
+        path = tmp_path / f"damaged{i}.pt"
+        torch.save({**payload, "tokenizer": tokenizer}, path)
+        with pytest.raises(ValueError, match="^" + re.escape(f"checkpoint {path}: {message}")):
+            load_translator(path)
 
 
 def test_train_limit_keeps_the_first_pairs_and_says_so(toy_data, tmp_path):

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "check_results_file", "atomic_write_bytes", "atomic_write_text", "append_jsonl",
-           "read_jsonl", "scan_jsonl", "is_cut_record", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["check_writable", "check_results_file", "check_text_output", "same_file", "atomic_write_bytes",
+           "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl", "is_cut_record", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
 CHECKPOINT_VERSION = 1
@@ -116,6 +116,35 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
         if source is not None and str(source) != "-" and _same_file(path, source):
             raise ValueError(f"{option} {path} is {what}, which this command reads; writing it would destroy it — "
                              "choose another file")
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when ``a`` and ``b`` name one file (through links too), or would once created."""
+    return _same_file(a, b)
+
+
+def check_text_output(path: str | Path, option: str) -> None:
+    """Before a command writes plain text (translations) to ``path``: refuse an existing file that is a checkpoint
+    or a JSON-lines file (results, a training log), which the text would destroy — a run's ``last.pt`` could then no
+    longer be resumed. Other existing files are replaced, as output files are."""
+    path = Path(path)
+    if _is_special(path) or not path.is_file():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        fh.seek(0)
+        first = next((line for line in iter(lambda: fh.readline(1 << 20), b"") if line.strip()), b"")
+    if head == b"PK\x03\x04" or head[:1] == b"\x80":  # torch.save's zip, or a pickle
+        what = "a checkpoint (torch.save's format)"
+    else:
+        try:
+            is_record = isinstance(json.loads(first), dict)
+        except ValueError:  # text (a translation may start with "{", so a cut record is not guessed at here)
+            is_record = False
+        if not is_record:
+            return
+        what = "a JSON-lines file (results or a training log)"
+    raise ValueError(f"{option} {path} is {what}; writing text over it would destroy it — choose another file")
 
 
 def check_results_file(path: str | Path, option: str, *, read_first: bool = False) -> None:

@@ -65,13 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         if isinstance(exc, MemoryError) and not str(exc):  # Python's own, which says nothing
             message = f"out of memory: {out_of_memory_message(exc)}"
+        if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:  # not "[Errno 28] ..."
+            message = exc.strerror if exc.filename is None else f"{exc.filename}: {exc.strerror}"
         print(f"complexorder: error: {message}", file=sys.stderr)
         return 2
     except RuntimeError as exc:  # a failed allocation outside model building: a batch too large, say
         if not is_out_of_memory(exc) or os.environ.get("COMPLEXORDER_DEBUG"):
             raise
-        print(f"complexorder: error: out of memory: {out_of_memory_message(exc)}; lower batch_size or the "
-              "model's sizes in the config (finished results are kept)", file=sys.stderr)
+        print(f"complexorder: error: out of memory: {out_of_memory_message(exc)}; lower batch_size (or --beam-size) "
+              "or the model's sizes in the config (finished results are kept)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("complexorder: interrupted; finished results are kept", file=sys.stderr)

@@ -85,6 +85,26 @@ def check_number(name: str, value: Any, *, low: float | None = None, high: float
     raise ValueError(f"{name} must be a finite number{' ' + form if form else ''}{meaning}, got {value!r}")
 
 
+def json_ready(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by ``None``: ``json.dumps`` writes them as ``Infinity`` and
+    ``NaN``, which are not JSON (a summary printed before any validation held ``"best_valid_bpc": Infinity``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def check_seed(name: str, value: Any) -> None:
+    """A one-line error unless ``value`` is an integer seed in [0, 2**32): torch's and NumPy's generators keep
+    32 bits of larger ones (2**32 + 1 repeated seed 1's run), and 20-digit ones overflowed with a message naming
+    no setting."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 32:
+        raise ValueError(f"{name} must be an integer in [0, 2**32), got {value!r}")
+
+
 def _check_value(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)

@@ -42,6 +42,7 @@ __all__ = [
     "SinusoidalPositionalEmbedding",
     "ComplexVanillaEmbedding",
     "ComplexOrderEmbedding",
+    "TokenIdError",
     "build_embedding",
     "complex_to_real",
     "sinusoidal_frequencies",
@@ -57,6 +58,12 @@ FREQUENCY_INITS = ("sinusoidal", "uniform", "zeros", "word-index", "normal")
 # --------------------------------------------------------------------------------------
 
 
+class TokenIdError(ValueError, IndexError):
+    """A token id outside ``[0, num_embeddings)``: a ``ValueError`` with a message naming the id, and an
+    ``IndexError`` too, which :class:`torch.nn.Embedding` raises for the same input (``index out of range in
+    self``), so that code written for it still catches this."""
+
+
 def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
     if not isinstance(tokens, Tensor):
         raise TypeError(f"tokens must be an integer torch.Tensor, got {type(tokens).__name__}")
@@ -70,7 +77,8 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
     lo, hi = int(lo), int(hi)
     if lo < 0 or hi >= num_embeddings:
         bad = lo if lo < 0 else hi
-        raise ValueError(f"tokens: id {bad} is outside the vocabulary [0, {num_embeddings}) (num_embeddings={num_embeddings})")
+        raise TokenIdError(f"tokens: id {bad} is outside the vocabulary [0, {num_embeddings}) "
+                           f"(num_embeddings={num_embeddings})")
 
 
 def _position_dtype(dtype: torch.dtype) -> torch.dtype:

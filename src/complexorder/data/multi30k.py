@@ -88,6 +88,9 @@ def decode_lines(data: bytes, name: str) -> list[str]:
         line = data[: exc.start].count(b"\n") + 1
         raise ValueError(f"{name}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
                          f"convert the file to UTF-8") from None
+    if "\n" not in text and "\r" in text.rstrip("\r"):  # its sentences would silently become one
+        raise ValueError(f"{name}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
+                         f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -274,11 +277,22 @@ def build_tokenizer(preprocessing: str, texts: Iterable[str], *, vocab_size: int
 def tokenizer_from_state(state: dict) -> SubwordTokenizer | WordTokenizer:
     """Rebuild a tokenizer saved with ``.state()`` (e.g. from a checkpoint)."""
     kind = state.get("kind") if isinstance(state, dict) else None
-    if kind == "bpe":
-        return SubwordTokenizer(state["model"].numpy().tobytes())
-    if kind == "word":
+    if kind not in ("bpe", "word"):
+        raise ValueError(f"unknown tokenizer kind {kind!r} in checkpoint; expected 'bpe' or 'word'")
+    key = "model" if kind == "bpe" else "itos"
+    if key not in state:
+        raise ValueError(f"the checkpoint's {kind} tokenizer has no {key!r} entry; it was not written by "
+                         "`complexorder translate train`, or was damaged")
+    try:
+        if kind == "bpe":
+            if not (isinstance(state["model"], torch.Tensor) and state["model"].dtype == torch.uint8):
+                raise TypeError(f"expected a uint8 tensor, got {type(state['model']).__name__}")
+            return SubwordTokenizer(state["model"].numpy().tobytes())
         return WordTokenizer(state["itos"])
-    raise ValueError(f"unknown tokenizer kind {kind!r} in checkpoint; expected 'bpe' or 'word'")
+    except (RuntimeError, TypeError, ValueError, AttributeError, IndexError) as exc:  # sentencepiece: RuntimeError
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise ValueError(f"the checkpoint's {kind} tokenizer cannot be rebuilt ({detail}); the checkpoint is damaged "
+                         "or was not written by `complexorder translate train`") from None
 
 
 # --------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +31,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import FLOAT32_MAX, check_number, config_from_dict, config_to_dict
+from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
@@ -102,8 +103,11 @@ def check_lm_config(cfg: LMConfig) -> None:
     check_number("train.weight_decay", t.weight_decay, low=0.0)
     check_number("train.clip", t.clip, low=0.0, meaning=" (0: no clipping)")
     check_number("train.frequency_lr_scale", t.frequency_lr_scale, low=0.0, meaning=" (0 freezes the frequencies)")
-    if t.eval_max_chars < 0 or t.warmup_steps < 0:
-        raise ValueError("train.eval_max_chars and train.warmup_steps must be >= 0")
+    for name, value, meaning in (("train.eval_max_chars", t.eval_max_chars, " (0: the whole valid split)"),
+                                 ("train.warmup_steps", t.warmup_steps, " (0: no warm-up)")):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0{meaning}, got {value}")
+    check_seed("train.seed", t.seed)
     check_lengths(e.mem_len, e.same_length, where="eval.mem_len")
 
 
@@ -257,6 +261,10 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
     valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
+    if t.eval_max_chars and valid.numel() < 2 * cfg.eval.batch_size:  # the setting, not the corpus, is too short
+        raise ValueError(f"train.eval_max_chars = {t.eval_max_chars} leaves {valid.numel():,} validation characters, "
+                         f"too few for {cfg.eval.batch_size} evaluation streams of 2 or more; set it to at least "
+                         f"{2 * cfg.eval.batch_size} (or 0: the whole valid split)")
     batchify(valid, cfg.eval.batch_size, 1, "valid", evaluation=True)  # fail now, not after hours of training
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
@@ -376,8 +384,12 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
 
 def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: tuple[str, ...] = ("valid", "test"),
                         overrides: dict | None = None, progress: bool = True, results: str | Path | None = None,
-                        max_chars: int | None = None, device: str | torch.device | None = None) -> dict:
+                        max_chars: int | None = None, device: str | torch.device | None = None,
+                        report: Callable[[dict], None] | None = None) -> dict:
     """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings.
+
+    ``report`` is called with the result before it is appended to ``results``, so that a results file that
+    cannot be written (a full disk) loses no evaluation.
 
     ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``);
     ``device`` as in :func:`train_language_model`.
@@ -412,11 +424,17 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     start = time.perf_counter()
     for split in splits:
         ids = corpus[split] if max_chars is None else corpus[split][:max_chars]
+        if max_chars is not None and ids.numel() < 2 * ev.batch_size < 2 * corpus[split].numel():
+            raise ValueError(f"--max-chars {max_chars} leaves the {split} split {ids.numel():,} characters, too few "
+                             f"for {ev.batch_size} evaluation streams of 2 or more; give at least "
+                             f"{2 * ev.batch_size} (or a smaller --batch-size)")
         bpc, n = evaluate_bpc(model, ids, tgt_len=ev.tgt_len, batch_size=ev.batch_size,
                               mem_len=ev.mem_len, same_length=ev.same_length, clamp_len=ev.clamp_len,
                               split=split, progress=progress)
         out[f"{split}_bpc"], out[f"{split}_chars"] = bpc, n
     out["eval_seconds"] = time.perf_counter() - start
+    if report is not None:
+        report(out)
     if results is not None:
         append_jsonl(results, {**out, "event": "eval", "config": config_to_dict(cfg)})
     return out

@@ -13,7 +13,8 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import check_results_file, check_writable
-from ..config import builtin_configs, check_no_repeats, config_from_dict, merge_overrides, read_extended_toml
+from ..config import (builtin_configs, check_no_repeats, config_from_dict, json_ready, merge_overrides,
+                      read_extended_toml)
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -156,6 +157,8 @@ def run_prepare_text8(args: argparse.Namespace) -> int:
         print(f"downloaded {source} (sha256 {sha256_of(source)})")
     else:
         source = Path(args.source)
+        for name in ("train.txt", "valid.txt", "test.txt"):  # the split would replace the text it is cut from
+            check_writable(out / name, "--out" if args.out else "--data-dir", inputs={"the source (--source)": source})
     manifest = prepare_text8(source, out, verify=not args.skip_checksum, sha256=pinned)
     if pinned:
         which = "the file" if manifest["sha256_source"] == pinned else "its text8 content"
@@ -175,14 +178,17 @@ def run_train(args: argparse.Namespace) -> int:
     summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,  # notes to stderr: stdout is JSON
                                    stop_after=args.stop_after, progress=not args.no_progress, device=device,
                                    log=lambda message: print(message, file=sys.stderr, flush=True))
-    print(json.dumps({"out": args.out, **summary}, sort_keys=True))
+    print(json.dumps(json_ready({"out": args.out, **summary}), sort_keys=True))
     return 0
 
 
 def run_eval(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = resolve_device(args.device)
-    splits = tuple(s.strip() for s in args.splits.split(",") if s.strip())
+    splits = tuple(s.strip() for s in args.splits.split(","))
+    if "" in splits and any(splits):  # "valid," or "valid,,test": a typo, as --folds 1,,2 is for classify
+        raise ValueError(f"--splits: {args.splits!r} has an empty entry; give names separated by single commas")
+    splits = tuple(s for s in splits if s)
     bad = [s for s in splits if s not in ("train", "valid", "test")]
     if bad or not splits:
         raise ValueError(f"--splits: unknown split {bad[0] if bad else ''!r}; choose from train, valid, test")
@@ -193,7 +199,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-chars must be positive, got {args.max_chars}")
     if args.results:  # before the evaluation: an unwritable or foreign results file is a one-line error naming it
         check_results_file(args.results, "--results")
-    result = evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides,
-                                 progress=not args.no_progress, results=args.results, max_chars=args.max_chars, device=device)
-    print(json.dumps(result, sort_keys=True))
+    evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides, progress=not args.no_progress,
+                        results=args.results, max_chars=args.max_chars, device=device,
+                        report=lambda result: print(json.dumps(json_ready(result), sort_keys=True), flush=True))
     return 0

@@ -28,7 +28,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
-from ..config import (FLOAT32_MAX, builtin_configs, check_number, config_from_dict, config_to_dict, merge_overrides,
+from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
 from ..environment import resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
@@ -285,12 +285,18 @@ def _check_settings(config: TranslationConfig) -> None:
                 ("train.batch_size", tc.batch_size, 1, ""), ("train.max_epochs", tc.max_epochs, 1, ""),
                 ("train.max_steps", tc.max_steps, 0, " (0: no limit)"),
                 ("train.keep_last", tc.keep_last, 0, " (0: keep all)"),
-                ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)")]
+                ("train.save_every_steps", tc.save_every_steps, 0, " (0: once per epoch)"),
+                ("train.warmup_steps", tc.warmup_steps, 0, " (0: no warm-up)"),
+                ("data.min_frequency", dc.min_frequency, 0, "")]
     if dc.preprocessing == "bpe":  # vocab_size is the BPE's; the word vocabulary ignores it
         at_least.insert(0, ("data.vocab_size", dc.vocab_size, 1, ""))
     for key, value, low, meaning in at_least:
         if value < low:
             raise ValueError(f"{key} must be >= {low}{meaning}, got {value}")
+    check_seed("train.seed", tc.seed)
+    if not config.name.strip() or any(c in config.name for c in "/\\\0") or config.name in (".", ".."):
+        raise ValueError(f"name must be a plain name without '/' (it names the default run directory "
+                         f"runs/translation/NAME), got {config.name!r}")
     check_number("train.lr", tc.lr, low=0.0, high=FLOAT32_MAX, low_open=True,
                  meaning=" (Adam keeps it in float32)")
     check_number("train.label_smoothing", tc.label_smoothing, low=0.0, high=1.0, high_open=True)
@@ -305,13 +311,19 @@ def _check_settings(config: TranslationConfig) -> None:
     check_decode(config.decode)
 
 
+#: the largest |length_penalty|: 700 overflowed ``length ** length_penalty`` (an OverflowError traceback)
+MAX_LENGTH_PENALTY = 10.0
+
+
 def check_decode(dc: DecodeConfig, where: str = "decode") -> None:
     """One-line errors for search settings that cannot give a translation; checked when training starts, so that
     a checkpoint never carries them, and again before decoding with the command line's changes applied."""
     for key, value in (("beam_size", dc.beam_size), ("batch_size", dc.batch_size)):
         if value < 1:
             raise ValueError(f"{where}.{key} must be at least 1, got {value}")
-    check_number(f"{where}.length_penalty", dc.length_penalty)
+    check_number(f"{where}.length_penalty", dc.length_penalty, low=-MAX_LENGTH_PENALTY, high=MAX_LENGTH_PENALTY,
+                 meaning=" (hypotheses are ranked by log p / length ** length_penalty; beyond this the power "
+                         "overflows for long outputs)")
     check_number(f"{where}.max_len_a", dc.max_len_a, low=0.0, meaning=" (output tokens per source token)")
     if dc.max_len_b < 1:
         raise ValueError(f"{where}.max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source "
@@ -505,7 +517,10 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     ck = load_checkpoint(path, CHECKPOINT_KIND, required=("config", "tokenizer", "vocab_size", "model_state"),
                          writer="complexorder translate train")
     config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
-    tokenizer = tokenizer_from_state(ck["tokenizer"])
+    try:
+        tokenizer = tokenizer_from_state(ck["tokenizer"])
+    except ValueError as exc:
+        raise ValueError(f"checkpoint {path}: {exc}") from None
     model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
     try:
         model.load_state_dict(ck["model_state"])

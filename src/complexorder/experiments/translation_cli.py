@@ -10,8 +10,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..checkpoint import append_jsonl, atomic_write_text, check_results_file, check_writable
-from ..config import config_to_dict
+from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
+                          same_file)
+from ..config import config_to_dict, json_ready
 from ..environment import resolve_device, set_threads
 
 
@@ -91,9 +92,12 @@ def _decode_config(config, args):
                                  ("batch_size", args.batch_size)) if v is not None}
     if changes.get("beam_size", 1) < 1 or changes.get("batch_size", 1) < 1:
         raise ValueError("--beam-size and --batch-size must be at least 1")
-    if not math.isfinite(changes.get("length_penalty", 0.0)):
-        raise ValueError(f"--length-penalty must be a finite number, got {changes['length_penalty']}")
-    from .translation import check_decode
+    from .translation import MAX_LENGTH_PENALTY, check_decode
+
+    if not (math.isfinite(changes.get("length_penalty", 0.0))
+            and abs(changes.get("length_penalty", 0.0)) <= MAX_LENGTH_PENALTY):
+        raise ValueError(f"--length-penalty must be a finite number in [-{MAX_LENGTH_PENALTY:g}, "
+                         f"{MAX_LENGTH_PENALTY:g}], got {changes['length_penalty']}")
 
     decode = dataclasses.replace(config.decode, **changes)
     check_decode(decode, where="the checkpoint's decode")  # a checkpoint saved before training checked them
@@ -123,10 +127,19 @@ def run(args: argparse.Namespace) -> int:
         for lang in ("en", "de"):
             path = multi30k_dir(args.data_dir) / f"{args.split}.{lang}"
             reads[f"a file of the {args.split} split ({path.name})"] = path
+        folder = multi30k_dir(args.data_dir)  # the other splits' files too: a translation written over one destroys it
+        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+            reads.setdefault(f"a file of the Multi30k data ({path.name})", path)
     for option in ("output", "hypotheses"):
         value = getattr(args, option, None)
         if value is not None and not (option == "output" and value == "-"):  # run's "--output -" is standard output
             check_writable(value, f"--{option}", inputs=reads)
+            if args.action in ("run", "eval"):  # text: not over a checkpoint, a results file or a training log
+                check_text_output(value, f"--{option}")
+    if getattr(args, "hypotheses", None) and getattr(args, "results", None) and \
+            same_file(args.hypotheses, args.results):
+        raise ValueError(f"--hypotheses and --results name one file ({args.results}); the translations and the JSON "
+                         "result would be written into each other — give two files")
     if getattr(args, "results", None) is not None:
         check_results_file(args.results, "--results")
     if args.action == "average":
@@ -154,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                                       device=resolve_device(args.device))
         log(f"{config.name}: done after {summary['step']} steps, {summary['train_seconds']:.0f} s of training; "
             f"checkpoints in {run_dir}")
-        print(json.dumps(summary, sort_keys=True))
+        print(json.dumps(json_ready(summary), sort_keys=True))
         return 0
     model, tokenizer, config = T.load_translator(args.checkpoint, resolve_device(args.device))
     decode = _decode_config(config, args)
@@ -173,14 +186,15 @@ def run(args: argparse.Namespace) -> int:
 
             source = split_files(args.data_dir, args.split, config.data.src_lang, config.data.tgt_lang)[0]
             log(T.unknown_words_note(scores["source_unk_words"], scores["source_words"], str(source)))
+        detok = "n/a (word-level output)" if scores["bleu"] is None else \
+            f"{scores['bleu']:.2f} ({scores['bleu_signature']})"
+        print(f"{config.name} {args.split}: BLEU {detok}; "  # first: a file that cannot be written loses no score
+              f"tokenized lower-cased BLEU {scores['bleu_tok_lc']:.2f} ({scores['bleu_tok_lc_signature']})",
+              flush=True)
         if args.hypotheses:
             atomic_write_text(args.hypotheses, "".join(h + "\n" for h in hyps))
         if args.results:
             append_jsonl(args.results, {**scores, "config": config_to_dict(config)})
-        detok = "n/a (word-level output)" if scores["bleu"] is None else \
-            f"{scores['bleu']:.2f} ({scores['bleu_signature']})"
-        print(f"{config.name} {args.split}: BLEU {detok}; "
-              f"tokenized lower-cased BLEU {scores['bleu_tok_lc']:.2f} ({scores['bleu_tok_lc_signature']})")
         return 0
     from ..data.multi30k import decode_lines, read_lines
 
