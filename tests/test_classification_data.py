@@ -59,6 +59,10 @@ def test_read_lines_and_malformed_label_lines(tmp_path):
     assert "phrases.train.tsv: skipped 2 blank line(s)" in data.notes
     assert data.texts["dev"][1] == ["awful", "caf"]  # cp1252 decoded, non-ASCII dropped as Kim
     assert "stsa.binary.dev: 1 line(s) not UTF-8, read as cp1252 (else Latin-1), e.g. line 2" in data.notes
+    # stop 73: a UTF-8 byte-order mark made the first line's label '\ufeff1' (TREC: '\ufeffNUM:dist'), an error
+    (folder / "stsa.binary.test").write_bytes(b"\xef\xbb\xbf1 ok\n0 bad\n")
+    assert load_dataset("SST2", tmp_path).labels["test"] == [1, 0]
+    assert read_lines(folder / "stsa.binary.test") == ["1 ok", "0 bad"]
 
 
 def test_non_utf8_lines_are_reported_and_a_binary_or_utf16_file_is_an_error(tmp_path, shared_data):

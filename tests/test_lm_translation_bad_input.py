@@ -416,3 +416,37 @@ def test_prepare_text8_never_writes_over_its_source(tmp_path, small_text8, capsy
                                                "(--source), which this command reads; writing it would destroy it — "
                                                "choose another file")
     assert source.read_bytes() == small_text8
+
+
+def test_lm_train_interrupted_says_where_a_resume_starts_and_refuses_a_foreign_results_file(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """Stop 73: Ctrl-C on `lm train` lost the steps since the last checkpoint without a word; `--out D` whose
+    results.jsonl was not JSON lines had the records appended to it."""
+    from complexorder.experiments import language_model_cli
+
+    text = "the cat sat on the mat and the dog sat on the log " * 20
+    for split in ("train", "valid", "test"):
+        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    out = tmp_path / "run"
+    train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", out, progress=False,
+                         log=lambda m: None)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(language_model_cli, "train_language_model", interrupted)
+    assert main(["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path / "corpus"), "--out", str(out)]) == 130
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: interrupted; `lm train ... --resume` continues from step 2 ({out / 'last.pt'}); the steps "
+        "after it are trained again (a checkpoint is written every train.checkpoint_interval = 250 steps)")
+    monkeypatch.undo()
+    other = tmp_path / "other"
+    write(other / "results.jsonl", "not json\n")
+    with pytest.raises(ValueError, match=rf"^--out {other / 'results.jsonl'} is not a JSON-lines results file"):
+        train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", other, progress=False,
+                             log=lambda m: None)
+    assert (other / "results.jsonl").read_text() == "not json\n"
+    assert main(["lm", "build-corpus", "--source-dir", str(other / "results.jsonl"), "--out", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: source directory {other / 'results.jsonl'} is a "
+                                               "file, not a directory (expected the shared data directory with "
+                                               "classification/ and translation/)")

@@ -577,7 +577,7 @@ def test_evaluating_an_empty_split_is_an_error_naming_its_files(trained, toy_dat
     for lang in ("en", "de"):
         (root / f"translation/multi30k/test2016.{lang}").write_text("")
     model, tokenizer, config = load_translator(run_dir / "last.pt")
-    with pytest.raises(ValueError, match=r"no sentences to evaluate in .*test2016.en and .*test2016.de \(empty files\)"):
+    with pytest.raises(ValueError, match=r"no sentences to evaluate in .*test2016.en and .*test2016.de \(empty files, or blank lines only\)$"):
         evaluate_split(model, tokenizer, config, "test2016", root)
 
 
@@ -1144,3 +1144,62 @@ def test_a_diverging_loss_stops_training_with_an_error_naming_the_step(toy_data,
     with pytest.raises(FloatingPointError, match=r"^training diverged at step 3: the loss is nan \(no checkpoint was "
                                                  r"saved\); lower train.lr or raise train.warmup_steps$"):
         train_translation(config, tmp_path / "run", toy_data, progress=False, log=lambda m: None)
+
+
+def test_average_and_eval_name_a_missing_run_dir_a_repeated_checkpoint_and_a_blank_split(trained, toy_data, tmp_path,
+                                                                                           capsys):
+    """Stop 73: `average --run-dir nope` said "no epochN.pt checkpoints there"; one checkpoint given twice was
+    weighed double; `--last 100` with two epoch files said nothing; a split of blank lines scored BLEU 0.00, exit 0;
+    `--checkpoint /dev/null` said "does not exist"."""
+    import shutil
+
+    run_dir = trained[0]
+    epochs = sorted(run_dir.glob("epoch*.pt"))
+    assert main(["translate", "average", "--run-dir", str(tmp_path / "nope"), "--output", str(tmp_path / "a.pt")]) == 2
+    assert capsys.readouterr().err.strip() == f"complexorder: error: --run-dir {tmp_path / 'nope'} does not exist"
+    assert main(["translate", "average", str(epochs[0]), str(epochs[0]), "--output", str(tmp_path / "a.pt")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: checkpoint {epochs[0]} is given more than once; "
+                                               "each checkpoint is averaged once")
+    assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "100", "--output",
+                 str(tmp_path / "a.pt")]) == 0
+    assert (f"note: --last 100, but {run_dir} holds {len(epochs)} epoch checkpoint(s); averaging all {len(epochs)}"
+            in capsys.readouterr().err)
+    blank = tmp_path / "blank"
+    shutil.copytree(toy_data, blank)
+    for lang in ("en", "de"):
+        (blank / "translation/multi30k" / f"val.{lang}").write_text("\n \n\n")
+    assert main(["translate", "eval", "--checkpoint", str(run_dir / "last.pt"), "--data-dir", str(blank), "--split",
+                 "val", "--no-progress"]) == 2
+    assert "(empty files, or blank lines only)" in capsys.readouterr().err
+    if Path("/dev/null").exists():
+        assert main(["translate", "run", "--checkpoint", "/dev/null", "--input", str(blank / "translation/multi30k/"
+                                                                                       "train.en")]) == 2
+        assert capsys.readouterr().err.strip() == ("complexorder: error: checkpoint /dev/null is not a regular file "
+                                                   "(a device or pipe?); expected a checkpoint file")
+
+
+def test_an_interrupted_training_says_where_a_resume_starts_and_a_foreign_log_is_refused(toy_data, tmp_path,
+                                                                                        capsys, monkeypatch):
+    """Stop 73: Ctrl-C said "finished results are kept" and nothing about the steps a resume trains again; a run
+    directory whose log.jsonl was another kind of file had the epochs' records appended to it."""
+    from complexorder.experiments import translation as T
+
+    run_dir = tmp_path / "run"
+
+    def interrupted(config, run_dir, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "train_translation", interrupted)
+    assert main(["translate", "train", "--config", "cpu-vanilla", "--run-dir", str(run_dir), "--data-dir",
+                 str(toy_data)]) == 130
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: interrupted; the same command continues from the start: no checkpoint was written yet "
+        f"({run_dir / 'last.pt'} does not exist); the steps after it are trained again (a checkpoint is written every "
+        f"train.save_every_steps = 200 steps, 0: every epoch)")
+    monkeypatch.undo()
+    run_dir.mkdir()
+    (run_dir / "log.jsonl").write_text("my notes\n")
+    config = dataclasses.replace(toy_config("vanilla"), name="toy-log")
+    with pytest.raises(ValueError, match=rf"^--run-dir {run_dir / 'log.jsonl'} is not a JSON-lines results file"):
+        train_translation(config, run_dir, toy_data, progress=False, log=lambda m: None)
+    assert (run_dir / "log.jsonl").read_text() == "my notes\n"

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["check_writable", "check_results_file", "check_text_output", "same_file", "atomic_write_bytes",
+__all__ = ["check_writable", "check_results_file", "check_text_output", "same_file", "resume_point", "atomic_write_bytes",
            "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl", "is_cut_record", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
@@ -373,6 +373,20 @@ def scan_jsonl(path: str | Path) -> tuple[list[tuple[int, Any]], list[tuple[int,
     return records, malformed
 
 
+def resume_point(path: str | Path) -> str:
+    """Where a resume from the training checkpoint ``path`` (``last.pt``) would start: ``"step N"``, or a phrase
+    saying there is none yet (said when a training is interrupted, so that the lost steps are no surprise)."""
+    path = Path(path)
+    if not path.is_file():
+        return f"the start: no checkpoint was written yet ({path} does not exist)"
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        step = (payload.get("progress") or {}).get("step", payload.get("step"))
+    except Exception:  # noqa: BLE001 - a file cut short by the interrupt itself
+        return f"the last complete checkpoint ({path} could not be read)"
+    return f"step {step} ({path})"
+
+
 def is_cut_record(line: str) -> bool:
     """Whether a line that is not JSON is the beginning of a record, cut short by an interrupted write
     (:func:`append_jsonl` starts the next record on a fresh line), rather than text of another kind."""
@@ -446,6 +460,8 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None,
                                 + (f" such as {path / found[0]} (it holds {', '.join(found[:4])}"
                                    f"{', …' if len(found) > 4 else ''})" if found else " (it holds no .pt file)"))
     if not path.is_file():
+        if path.exists():  # /dev/null, a pipe: "does not exist" misled
+            raise ValueError(f"checkpoint {path} is not a regular file (a device or pipe?); expected a checkpoint file")
         raise FileNotFoundError(f"checkpoint {path} does not exist")
     damaged = _failed_crc(path)
     if damaged:

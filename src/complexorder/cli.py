@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
               "or the model's sizes in the config (finished results are kept)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("complexorder: interrupted; finished results are kept", file=sys.stderr)
+        hint = getattr(args, "on_interrupt", None)  # a training says where a resume would start
+        print(f"complexorder: interrupted; {hint() if callable(hint) else 'finished results are kept'}",
+              file=sys.stderr)
         return 130
 
 

@@ -34,6 +34,8 @@ def read_text_lines(path: str | Path) -> tuple[list[str], list[int]]:
     Latin-1), for the caller to report. A NUL byte is a one-line error: 8-bit text never holds one, a UTF-16
     or binary file does, and decoding it line by line would silently make junk examples."""
     data = Path(path).read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Windows editors) marks the encoding; it is not text
+        data = data[3:]
     if b"\0" in data:
         line = data[:data.index(b"\0")].count(b"\n") + 1
         raise ValueError(f"{path}:{line}: holds a NUL byte, so it is not a text file (UTF-16 or binary?); expected "

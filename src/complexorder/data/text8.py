@@ -288,7 +288,8 @@ def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int
     """
     source_dir = Path(source_dir)
     if not source_dir.is_dir():
-        raise FileNotFoundError(f"source directory {source_dir} does not exist (expected the shared data "
+        what = "is a file, not a directory" if source_dir.exists() else "does not exist"
+        raise FileNotFoundError(f"source directory {source_dir} {what} (expected the shared data "
                                 f"directory with classification/ and translation/)")
     if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1.0) > 1e-9:
         raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")

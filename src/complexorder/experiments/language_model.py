@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
+from ..checkpoint import (append_jsonl, check_results_file, check_writable, drop_records_after, load_checkpoint,
+                          save_checkpoint)
 from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import resolve_device, rng_state, set_rng_state
@@ -243,6 +244,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         raise ValueError(f"stop_after (--stop-after) must be a positive number of steps, got {stop_after}")
     out_dir = Path(out_dir)
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
+    check_results_file(Path(out_dir) / "results.jsonl", "--out")  # records are appended to it: not to another file
     with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
         return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
                                           progress=progress, log=log, device=device)

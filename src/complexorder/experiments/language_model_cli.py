@@ -12,7 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from ..checkpoint import check_results_file, check_writable
+from ..checkpoint import check_results_file, check_writable, resume_point
 from ..config import (builtin_configs, check_no_repeats, config_from_dict, json_ready, merge_overrides,
                       read_extended_toml)
 from ..data.paths import resolve_data_dir
@@ -175,6 +175,10 @@ def run_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
     cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
                                                    "train.max_steps": args.max_steps})
+    args.on_interrupt = lambda: (f"`lm train ... --resume` continues from "
+                                 f"{resume_point(Path(args.out) / 'last.pt')}; the steps after it are trained again "
+                                 f"(a checkpoint is written every train.checkpoint_interval = "
+                                 f"{cfg.train.checkpoint_interval} steps)")
     summary = train_language_model(cfg, args.corpus, args.out, resume=args.resume,  # notes to stderr: stdout is JSON
                                    stop_after=args.stop_after, progress=not args.no_progress, device=device,
                                    log=lambda message: print(message, file=sys.stderr, flush=True))

@@ -27,7 +27,7 @@ from sacrebleu.metrics import BLEU
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, check_writable, drop_records_after, load_checkpoint, save_checkpoint
+from ..checkpoint import append_jsonl, check_results_file, check_writable, drop_records_after, load_checkpoint, save_checkpoint
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
 from ..environment import resolve_device, rng_state, set_rng_state
@@ -346,6 +346,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
     check_writable(run_dir, "--run-dir", directory=True)
+    check_results_file(Path(run_dir) / "log.jsonl", "--run-dir")  # the epochs' records are appended to it
     with run_directory_lock(run_dir, "--run-dir", log):  # a second training in run_dir meanwhile is an error
         return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
 
@@ -724,8 +725,9 @@ def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConf
     decode = decode or config.decode
     files = split_files(data_dir, split, config.data.src_lang, config.data.tgt_lang)
     pairs = read_parallel(*files)
-    if not pairs:
-        raise ValueError(f"no sentences to evaluate in {' and '.join(map(str, files))} (empty files)")
+    if not any(s and t for s, t in pairs):  # blank lines only scored BLEU 0.00, exit 0
+        raise ValueError(f"no sentences to evaluate in {' and '.join(map(str, files))} (empty files, or blank lines "
+                         "only)")
     start = time.perf_counter()
     hyps = translate_sentences(model, tokenizer, [s for s, _ in pairs], decode, progress=progress)
     scores = corpus_bleu(hyps, [t for _, t in pairs], detokenized=getattr(tokenizer, "kind", "bpe") != "word")

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
-                          same_file)
+                          resume_point, same_file)
 from ..config import config_to_dict, json_ready
 from ..environment import resolve_device, set_threads
 
@@ -148,14 +148,23 @@ def run(args: argparse.Namespace) -> int:
         if args.run_dir:
             if args.last < 1:
                 raise ValueError(f"--last must be at least 1, got {args.last}")
+            if not Path(args.run_dir).is_dir():
+                raise FileNotFoundError(f"--run-dir {args.run_dir} "
+                                        f"{'is not a directory' if Path(args.run_dir).exists() else 'does not exist'}")
             found = T.epoch_checkpoints(Path(args.run_dir))
             if not found:
                 raise FileNotFoundError(f"--run-dir {args.run_dir}: no epochN.pt checkpoints there")
             paths = found[-args.last:]
+            if len(found) < args.last:  # not an error (all of them are averaged), but never silent
+                log(f"note: --last {args.last}, but {args.run_dir} holds {len(found)} epoch checkpoint(s); averaging "
+                    f"all {len(found)}")
         else:
             paths = [Path(p) for p in args.checkpoints]
         if not paths:
             raise ValueError("give checkpoints to average or --run-dir")
+        twice = [str(p) for i, p in enumerate(paths) if any(same_file(p, q) for q in paths[:i])]
+        if twice:  # it would weigh that checkpoint double
+            raise ValueError(f"checkpoint {twice[0]} is given more than once; each checkpoint is averaged once")
         check_writable(args.output, "--output", inputs={f"one of the checkpoints to average ({p})": p for p in paths})
         T.average_checkpoints(paths, args.output)
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
@@ -163,6 +172,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "train":
         config = T.resolve_config(args.config, _parse_set(args.set))
         run_dir = Path(args.run_dir or Path("runs") / "translation" / config.name)
+        args.on_interrupt = lambda: (f"the same command continues from {resume_point(run_dir / 'last.pt')}; the "
+                                     f"steps after it are trained again (a checkpoint is written every "
+                                     f"train.save_every_steps = {config.train.save_every_steps} steps, 0: every "
+                                     f"epoch)")
         summary = T.train_translation(config, run_dir, args.data_dir, progress=progress, log=log,
                                       device=resolve_device(args.device))
         log(f"{config.name}: done after {summary['step']} steps, {summary['train_seconds']:.0f} s of training; "
