@@ -102,6 +102,10 @@ def test_inspect_writes_the_figures_and_table7(tmp_path):
     assert "| greatest δ, descending | worst film the |" in table or "| greatest δ, descending | worst film solid |" in table
     assert logs[0].startswith("greatest δ: worst film")
     assert written["dims"] == [0, 3, 2]  # |ω| of "worst" = 1, 2, 3, 2: slowest dim 0, middle (stable) 3, fastest 2
+    # stop 73: lists longer than half the vocabulary overlapped without a word
+    assert "Note: the vocabulary holds 4 words, fewer than twice --top 3, so the two lists share 2 words." in table
+    assert "note: the vocabulary holds 4 words, fewer than twice --top 3, so the two lists share 2 words" in logs
+    assert "share" not in inspect_checkpoint(path, tmp_path / "k2", k=2, log=lambda _: None)["table"].read_text()
 
 
 def test_inspect_states_its_command_shell_quoted_so_it_can_be_pasted(tmp_path):

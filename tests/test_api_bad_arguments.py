@@ -368,3 +368,13 @@ def test_complex_batch_norm_names_a_complex128_input_into_float32_statistics():
         cnn.ComplexBatchNorm1d(8)(z)
     assert cnn.ComplexBatchNorm1d(8).to(torch.float64)(z).dtype == torch.complex128
     assert cnn.ComplexBatchNorm1d(8, affine=False, track_running_stats=False)(z).dtype == torch.complex128
+
+
+def test_complex_lstm_refuses_lengths_that_are_not_integers():
+    """Stop 73: lengths=[2.7, 5.0] ran as [2, 5] without a word."""
+    lstm = cnn.ComplexLSTM(4, 3, batch_first=True)
+    z = torch.randn(2, 5, 4, dtype=torch.complex64)
+    for bad in (torch.tensor([2.7, 5.0]), [2.5, 5.0], torch.tensor([True, True])):
+        with pytest.raises(ValueError, match=r"^lengths must be integers \(an integer tensor or list\), got dtype "):
+            lstm(z, lengths=bad)
+    torch.testing.assert_close(lstm(z, lengths=[2, 5])[0], lstm(z, lengths=torch.tensor([2, 5]))[0])

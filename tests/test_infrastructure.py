@@ -806,3 +806,18 @@ def test_a_checkpoint_of_a_newer_format_version_is_refused(tmp_path):
                                          rf"this complexorder reads \({CHECKPOINT_VERSION}\); upgrade complexorder to "
                                          r"load it$"):
         load_checkpoint(path, "classifier")
+
+
+def test_a_file_that_fails_to_load_gives_the_one_line_without_torchs_warnings(tmp_path):
+    """Stop 73: a pickle of protocol 4 printed torch's two-line UserWarning before the one-line error."""
+    import pickle
+    import warnings
+
+    path = tmp_path / "p4.pt"
+    path.write_bytes(pickle.dumps({"a": 1}, protocol=4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match=rf"^checkpoint {path} could not be read \(corrupted or not a PyTorch "
+                                             r"file\): "):
+            load_checkpoint(path)
+    assert caught == []

@@ -364,15 +364,23 @@ def trained(toy_data, tmp_path_factory):
 def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, tmp_path, capsys):
     run_dir, summary, messages, config = trained
     assert summary["step"] == 180
+    # stop 73: the summary says what was trained (it gave the resume position: the next epoch, sums reset to 0)
+    assert summary["epochs"] == 15 and summary["epoch_complete"] and summary["budget_reached"]
+    assert "loss_sum" not in summary and "batch" not in summary
     assert any("kept 96 of 98 training pairs; dropped 1 with an empty side (first at line 97); dropped 1 longer "
                "than 12 tokens (first at line 98)" in m for m in messages)
+    assert any(m.endswith("(word; its size comes from data.min_frequency = 1, data.vocab_size applies to BPE only)")
+               for m in messages)  # stop 73: `--set data.vocab_size=5` with words was ignored unsaid
     assert sorted(p.name for p in run_dir.glob("epoch*.pt")) == ["epoch14.pt", "epoch15.pt"]  # keep_last = 2
     from complexorder.checkpoint import read_jsonl
 
     log = read_jsonl(run_dir / "log.jsonl")
     assert log[-1]["train_loss"] < log[0]["train_loss"] - 1.0
     # a finished run resumes to a no-op; a larger budget continues from the saved step
-    assert train_translation(config, run_dir, toy_data, progress=False, log=lambda m: None)["step"] == 180
+    notes = []
+    assert train_translation(config, run_dir, toy_data, progress=False, log=notes.append)["step"] == 180
+    assert "toy-complex-order: note: the run is already at its budget (train.max_steps = 180, train.max_epochs = 100); " \
+           "nothing to train — raise the budget to continue" in notes
     more = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=186))
     assert train_translation(more, run_dir, toy_data, progress=False, log=lambda m: None)["step"] == 186
     # the model learned the word-for-word mapping of held-out sentences

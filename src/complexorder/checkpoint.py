@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -467,13 +468,17 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None,
     if damaged:
         raise ValueError(f"checkpoint {path} is corrupted: its entry {damaged!r} fails its CRC check (the bytes "
                          f"changed after torch.save wrote them, e.g. on a faulty disk or copy)")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-        raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): "
-                         f"{_load_failure(exc, head)}") from None
+    with warnings.catch_warnings(record=True) as caught:  # a file that fails gets the one line, not torch's warnings
+        warnings.simplefilter("always")
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+            with open(path, "rb") as handle:
+                head = handle.read(8)
+            raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): "
+                             f"{_load_failure(exc, head)}") from None
+    for w in caught:  # a file that loads: its warnings as torch gave them
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
     version = payload.get("version")

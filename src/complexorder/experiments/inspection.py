@@ -159,6 +159,9 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     if emb.frequency.shape[0] == 1:
         note = "frequencies are shared by all words (word-sharing): δ is the same for every word"
     greatest, smallest = extreme_words(delta, vocab, k)
+    n_words = len([w for w in vocab if w not in SPECIAL_TOKENS])
+    overlap = (f"the vocabulary holds {n_words:,} words, fewer than twice --top {k}, so the two lists share "
+               f"{max(0, len(greatest) + len(smallest) - n_words):,} words" if 2 * k > n_words else "")
     plot_density(delta[2:], out_dir / "delta_density.png", f"δ_j over {len(vocab) - 2} words ({ck['config']['dataset']})")
     fmt = lambda pairs: " ".join(w for w, _ in pairs)  # noqa: E731
     table = ["# Table 7: words by position sensitivity δ_j = mean_d |ω_j,d|", "",
@@ -167,6 +170,8 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
              "Produced by `complexorder inspect " + " ".join(shlex.quote(a) for a in
                  [str(path), "--out-dir", str(out_dir)] + (["--word", word] if word else [])
                  + (["--top", str(k)] if k != 50 else [])) + "`.", ""]
+    if overlap:
+        table += [f"Note: {overlap}.", ""]
     if note:
         table += [f"Note: {note}.", ""]
     elif (tuple(emb.frequency.shape) == (emb.num_embeddings, emb.embedding_dim)
@@ -185,8 +190,9 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     atomic_write_text(out_dir / "table7.md", "\n".join(table) + "\n")
     log(f"greatest δ: {fmt(greatest)}")
     log(f"smallest δ: {fmt(smallest)}")
-    if note:
-        log(f"note: {note}")
+    for line in (overlap, note):
+        if line:
+            log(f"note: {line}")
     written = {"density": out_dir / "delta_density.png", "table": out_dir / "table7.md"}
     if word_id is not None:
         safe = "".join(c if c.isalnum() else "_" for c in word)

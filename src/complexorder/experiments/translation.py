@@ -396,7 +396,10 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
                                     vocab_size=config.data.vocab_size, min_frequency=config.data.min_frequency)
     encoded = _encode(tokenizer, train_pairs)
     keep, report = filter_training_pairs(train_pairs, encoded, config.data.max_tokens)
-    log(f"{config.name}: {report.describe()}; vocabulary {tokenizer.vocab_size} ({config.data.preprocessing})")
+    size_note = "" if config.data.preprocessing == "bpe" else \
+        f"; its size comes from data.min_frequency = {config.data.min_frequency}, data.vocab_size applies to BPE only"
+    log(f"{config.name}: {report.describe()}; vocabulary {tokenizer.vocab_size} ({config.data.preprocessing}"
+        f"{size_note})")
     if not keep:
         raise ValueError(f"no training pairs in {' and '.join(map(str, train_files))}: {report.describe()}")
     if not any(s.strip() and t.strip() for s, t in valid_pairs):
@@ -435,6 +438,9 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     drop_records_after(run_dir / "log.jsonl", state["step"])
     if resume is not None:
         log(f"{config.name}: resumed from {last_path} at step {state['step']} (epoch {state['epoch']})")
+        if tc.max_steps and state["step"] >= tc.max_steps or state["epoch"] > tc.max_epochs:
+            log(f"{config.name}: note: the run is already at its budget (train.max_steps = {tc.max_steps}, "
+                f"train.max_epochs = {tc.max_epochs}); nothing to train — raise the budget to continue")
     n_params = count_parameters(model)
     log(f"{config.name}: {config.model.variant} model with {n_params:,} parameters")
     payload = {"tokenizer": tokenizer.state(), "vocab_size": tokenizer.vocab_size, "parameters": n_params,
@@ -500,7 +506,13 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
         log(f"{config.name}: epoch {epoch} step {state['step']} train loss {record['train_loss']:.3f} "
             f"valid loss {record['valid_loss']:.3f} ppl {record['valid_ppl']:.2f}")
     bar.close()
-    return {"name": config.name, "variant": config.model.variant, "parameters": n_params, **state}
+    # what was trained; not the resume position (``state`` holds the next epoch, and running sums reset to 0 at
+    # an epoch's end, so a finished run of 100 epochs reported "epoch": 101 and "loss_sum": 0.0)
+    done_epochs = state["epoch"] - 1 if state["batch"] == 0 else state["epoch"]
+    return {"name": config.name, "variant": config.model.variant, "parameters": n_params, "step": state["step"],
+            "epochs": done_epochs, "epoch_complete": state["batch"] == 0, "train_seconds": state["train_seconds"],
+            "train_cpu_seconds": state["train_cpu_seconds"],
+            "budget_reached": bool(tc.max_steps and state["step"] >= tc.max_steps) or state["epoch"] > tc.max_epochs}
 
 
 # --------------------------------------------------------------------------------------

@@ -117,7 +117,10 @@ class ComplexLSTM(nn.Module):
         params = self._real_params()
         has_bias = self.bias_real is not None
         if lengths is not None:
-            lengths = torch.as_tensor(lengths).to("cpu", torch.int64)
+            lengths = torch.as_tensor(lengths)
+            if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:  # 2.7 became 2
+                raise ValueError(f"lengths must be integers (an integer tensor or list), got dtype {lengths.dtype}")
+            lengths = lengths.to("cpu", torch.int64)
             if lengths.shape != (batch,) or (batch and (lengths.min() < 1
                                                         or lengths.max() > x.shape[1 if self.batch_first else 0])):
                 raise ValueError(f"lengths must be [{batch}] integers in [1, L], got {lengths.tolist()}")
