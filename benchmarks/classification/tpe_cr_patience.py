@@ -48,7 +48,13 @@ def read(paths: list[str]) -> list[dict]:
 
 
 def by_fold(records: list[dict], model: str, label: str) -> dict[str, dict]:
-    return {r["split"]: r for r in records if r["model"] == model and r["variant"] == label}
+    """The latest record (by ``finished_at``) of each fold, as ``complexorder report`` keeps."""
+    folds: dict[str, dict] = {}
+    for r in records:
+        if r["model"] == model and r["variant"] == label and \
+                (r["split"] not in folds or r.get("finished_at", "") >= folds[r["split"]].get("finished_at", "")):
+            folds[r["split"]] = r
+    return folds
 
 
 def at_majority(r: dict) -> bool:
