@@ -327,6 +327,18 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert ("| complex-order, real attention score | × | complex-order: — | attention_score = 'real' | 1.00M | "
             "0.740 ± 0.014 | 2 | +0.030 (n=2) | complex-order | +0.030 (n=2) |") in text
     assert "complexorder ablate --seeds 2 (complex-order)" in text  # both files' commands are listed
+    assert "re-run with other settings" not in capsys.readouterr().err
+    # stop 73 (review): seed 1 of the paper row re-run with other settings into the same file: noted on the command line
+    rerun = record(real_grid, base, 1, 0.74)
+    rerun["finished_at"] = "u"  # after the others ("t")
+    with open(paper, "a") as f:
+        f.write(json.dumps(rerun) + "\n")
+    assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(paper),
+                 "--out", str(tmp_path / "rerun.md")]) == 0
+    assert (f"complexorder: note: some units of {tmp_path / 'rerun.md'} also have earlier records trained with other "
+            "settings, which the table leaves out (listed under the table)") in capsys.readouterr().err
+    assert "**Units re-run with other settings.**" in (tmp_path / "rerun.md").read_text()
+    paper.write_text("".join(json.dumps(record(grid, base, s, a)) + "\n" for s, a in ((1, 0.70), (2, 0.72))))
     # --notes appends a hand-written section verbatim; a missing notes file is refused before anything is written
     (tmp_path / "notes.md").write_text("## Reading (hand-written)\n\nwords\n")
     assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(paper),

@@ -349,6 +349,8 @@ def test_learned_positions_name_max_positions():
     for bad in (2.5, True, "8", 0, -1):
         with pytest.raises(ValueError, match=exactly(f"max_positions must be a positive integer, got {bad!r}")):
             co.LearnedPositionalEmbedding(10, 4, max_positions=bad)
+    import numpy as np
+    assert co.LearnedPositionalEmbedding(10, 4, max_positions=np.int64(8)).max_positions == 8  # any integer type
     emb = co.LearnedPositionalEmbedding(10, 4, max_positions=3)
     with pytest.raises(ValueError, match=exactly("sequence length 4 exceeds max_positions=3 of "
                                                  "LearnedPositionalEmbedding (without positions, tokens take positions "

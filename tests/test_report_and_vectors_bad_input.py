@@ -213,7 +213,7 @@ def test_repeated_and_non_utf8_words_and_a_non_number_are_named(tmp_path, capsys
                                                                       "lines 3 and 5")
     binary = tmp_path / "twice.bin"
     KeyedVectors.load_word2vec_format(str(twice)).save_word2vec_format(str(binary), binary=True)
-    raw = binary.read_bytes().split(b"\n", 1)  # add the repeated word's row again, as a second copy would
+    raw = binary.read_bytes().split(b"\n", 1)  # repeat the first row (word w0) after the last: w0 given twice
     row = raw[1][: len(raw[1]) // 4]
     binary.write_bytes(b"5 8\n" + raw[1] + row)
     assert load_word_vectors(binary).load_notes == ["1 word(s) appear more than once; the first vector of each is used "
@@ -231,3 +231,14 @@ def test_repeated_and_non_utf8_words_and_a_non_number_are_named(tmp_path, capsys
     clean = tmp_path / "clean.txt"
     clean.write_text("4 8\n" + "\n".join(rows) + "\n")
     assert load_word_vectors(clean).load_notes == [] and np.isfinite(load_word_vectors(clean).vectors).all()
+
+
+def test_a_glove_word_holding_a_no_break_space_is_one_word_as_gensim_reads_it(tmp_path):
+    """Stop 73 (review): the row check split on any white space, so a word holding U+00A0 (gensim splits on " ")
+    was refused as a row with one value too many."""
+    from complexorder.data.vectors import load_word_vectors
+
+    glove = tmp_path / "glove.txt"
+    glove.write_text("the 0.1 0.2 0.3\nat\u00a0name 0.4 0.5 0.6\nof 0.7 0.8 0.9\n", encoding="utf-8")
+    kv = load_word_vectors(glove, "glove")
+    assert "at\u00a0name" in kv.key_to_index and kv.load_notes == []

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import stat
+import sys
 import tempfile
 import warnings
 import zipfile
@@ -26,6 +27,7 @@ __all__ = ["check_writable", "check_results_file", "check_text_output", "same_fi
            "atomic_write_text", "append_jsonl", "read_jsonl", "scan_jsonl", "is_cut_record", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 CHECKPOINT_FORMAT = "complexorder"
+_REPLAYED_WARNINGS: dict[str, dict] = {}  # warnings' once-per-place registries, by the file that warned
 CHECKPOINT_VERSION = 1
 
 
@@ -100,6 +102,8 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
     hours of training.
     """
     path = Path(path)
+    if not directory and _is_special(path):  # /dev/null, a pipe: written in place; /dev itself need not be writable
+        return
     try:
         if directory:
             _check_can_make_dir(path, "its files")
@@ -136,7 +140,7 @@ def check_text_output(path: str | Path, option: str) -> None:
         fh.seek(0)
         first = next((line for line in iter(lambda: fh.readline(1 << 20), b"") if line.strip()), b"")
     if head == b"PK\x03\x04" or head[:1] == b"\x80":  # torch.save's zip, or a pickle
-        what = "a checkpoint (torch.save's format)"
+        what = "a checkpoint or another binary file (torch.save's zip, or a pickle)"
     else:
         try:
             is_record = isinstance(json.loads(first), dict)
@@ -296,7 +300,8 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     reports); earlier lines are never touched.
     """
     path = Path(path)
-    _check_writable_dir(path)
+    if not _is_special(path):  # a device or pipe is written in place: its directory (/dev) is not
+        _check_writable_dir(path)
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
     if _is_special(path):  # /dev/null, a pipe: nothing to seek, lock or fsync
         with _naming_write_failures(path), open(path, "ab") as fh:
@@ -375,16 +380,17 @@ def scan_jsonl(path: str | Path) -> tuple[list[tuple[int, Any]], list[tuple[int,
 
 
 def resume_point(path: str | Path) -> str:
-    """Where a resume from the training checkpoint ``path`` (``last.pt``) would start: ``"step N"``, or a phrase
-    saying there is none yet (said when a training is interrupted, so that the lost steps are no surprise)."""
+    """Where a resume from the training checkpoint ``path`` (``last.pt``) would start: ``"step N (path)"``, or a
+    phrase saying there is none yet (said when a training is interrupted, so that the lost steps are no surprise).
+    The file is memory-mapped: reading a large optimiser state after Ctrl-C would keep the user waiting."""
     path = Path(path)
     if not path.is_file():
-        return f"the start: no checkpoint was written yet ({path} does not exist)"
+        return f"step 0: no checkpoint was written yet ({path} does not exist)"
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
         step = (payload.get("progress") or {}).get("step", payload.get("step"))
-    except Exception:  # noqa: BLE001 - a file cut short by the interrupt itself
-        return f"the last complete checkpoint ({path} could not be read)"
+    except (Exception, KeyboardInterrupt):  # noqa: BLE001 - a file cut short by the interrupt, a second Ctrl-C
+        return f"the last complete checkpoint ({path} could not be read now)"
     return f"step {step} ({path})"
 
 
@@ -477,8 +483,11 @@ def load_checkpoint(path: str | Path, kind: str | tuple[str, ...] | None = None,
                 head = handle.read(8)
             raise ValueError(f"checkpoint {path} could not be read (corrupted or not a PyTorch file): "
                              f"{_load_failure(exc, head)}") from None
-    for w in caught:  # a file that loads: its warnings as torch gave them
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for w in caught:  # a file that loads: its warnings as torch gave them (module and once-per-place kept)
+        module = next((name for name, m in list(sys.modules.items())
+                       if getattr(m, "__file__", None) == w.filename), None)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, module=module,
+                               registry=_REPLAYED_WARNINGS.setdefault(w.filename, {}))
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint {path} is not a complexorder checkpoint (no 'format': 'complexorder' entry)")
     version = payload.get("version")

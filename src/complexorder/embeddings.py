@@ -186,7 +186,8 @@ def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
         raise ValueError(f"{name} must be a real tensor of shape {tuple(shape)} (num_embeddings, embedding_dim), got {got}")
     if matrix.is_complex():
         raise ValueError(f"{name} must be real-valued, got dtype {matrix.dtype}")
-    if matrix.is_floating_point() and matrix.numel() and not bool(torch.isfinite(matrix).all()):
+    if matrix.is_floating_point() and matrix.numel() and not bool(torch.isfinite(matrix.sum(dtype=torch.float64))) \
+            and not bool(torch.isfinite(matrix).all()):  # NaN and inf carry through the sum: the exact check is rare
         row = int((~torch.isfinite(matrix)).any(dim=1).nonzero()[0, 0])
         raise ValueError(f"{name} holds NaN or infinite values (first in row {row}); it must be finite")
     return matrix
@@ -362,7 +363,10 @@ class LearnedPositionalEmbedding(WordEmbedding):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, max_positions: int = 512,
                  padding_idx: int | None = None, sparse: bool = False, device=None, dtype=None) -> None:
-        if isinstance(max_positions, bool) or not isinstance(max_positions, int) or max_positions <= 0:
+        if isinstance(max_positions, bool) or not hasattr(type(max_positions), "__index__"):  # not 2.5, "8", True
+            raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
+        max_positions = operator.index(max_positions)  # an int, numpy's too
+        if max_positions <= 0:
             raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
         self.max_positions = max_positions
         super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx, sparse=sparse,

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..checkpoint import check_writable
@@ -226,12 +227,14 @@ def _text_rows_problem(path: Path, fmt: str, notes: list[str] | None = None, val
     not_utf8: list[tuple[int, str]] = []
     with utils.open(str(path), "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            try:
-                parts = raw.decode("utf-8").split()
+            try:  # split as gensim does (on " " after rstrip): a word may hold a no-break space
+                parts = raw.decode("utf-8").rstrip().split(" ")
             except UnicodeDecodeError:
-                parts = raw.decode("utf-8", errors="replace").split()
-                if parts and (number > 1 or fmt == "glove"):
+                parts = raw.decode("utf-8", errors="replace").rstrip().split(" ")
+                if parts != [""] and (number > 1 or fmt == "glove"):
                     not_utf8.append((number, parts[0]))
+            if parts == [""]:
+                parts = []
             if number == 1 and fmt == "word2vec-text":
                 if len(parts) != 2 or not all(p.isdigit() for p in parts):
                     return None
@@ -315,9 +318,9 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         notes.append(f"{_declared_rows(path) - len(kv.key_to_index)} word(s) appear more than once; the first vector of each is "
                      "used (as gensim does), the later ones are ignored")
     kv.load_notes = notes  # what gensim changed without a word; the classification runner logs and records them
-    finite = torch.from_numpy(kv.vectors).isfinite().all(dim=1)
-    if not bool(finite.all()):
-        row = int((~finite).nonzero()[0])
+    finite = None if np.isfinite(kv.vectors.sum(dtype=np.float64)) else np.isfinite(kv.vectors).all(axis=1)
+    if finite is not None and not bool(finite.all()):  # the sum first: the row check costs GBs on 3M vectors
+        row = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"vectors file {path}: the vector of {kv.index_to_key[row]!r} (vector {row + 1}) holds a value "
                          f"that is not finite (NaN, inf, or beyond float32's range); {int((~finite).sum())} such "
                          "vector(s) in all")

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
-from .report import (_superseded_section, check_records, latest_records, load_results, mixed_settings, paired_wilcoxon,
-                     read_notes)
+from .report import (check_records, latest_records, load_results, mixed_settings, paired_wilcoxon,
+                     read_notes, superseded_section)
 
 __all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split", "TABLE4_FIELDS",
            "table4_config_problem"]
@@ -77,7 +77,8 @@ def table4_config_problem(record: dict) -> str | None:
 
 def render_table4(records: list[dict], commands: list[str] | None = None) -> str:
     check_records(records, require=TABLE4_FIELDS, extra=table4_config_problem)
-    superseded = _superseded_section([r for r in records if r["model"] == "transformer"], blank_after=True)[1:]
+    superseded = superseded_section([r for r in records if r["model"] == "transformer"])
+    superseded += [""] if superseded else []
     records = [r for r in latest_records(records) if r["model"] == "transformer"]
     by_variant: dict[str, list[dict]] = defaultdict(list)
     for r in records:

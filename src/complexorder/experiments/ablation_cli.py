@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..checkpoint import check_writable
@@ -64,8 +65,11 @@ def run_ablate(args: argparse.Namespace) -> int:
         code = run_classify(args, "ablation")
         if args.dry_run:
             return code
-    write_table4([grid.results, *args.also_results], args.out, notes=args.notes)
+    text = write_table4([grid.results, *args.also_results], args.out, notes=args.notes)
     print(f"wrote {args.out}")
+    if "**Units re-run with other settings.**" in text:
+        print(f"complexorder: note: some units of {args.out} also have earlier records trained with other settings, "
+              "which the table leaves out (listed under the table)", file=sys.stderr)
     return 0
 
 

@@ -264,10 +264,11 @@ class GridConfig:
                     continue
                 who = (f"[{name}] share_weights = true, but variant {v.label!r}" if model_wide
                        else f"[{name}] variant {v.label!r} sets share_weights, but it")
-                if not build_embedding(v.embedding, 4, 4, padding_idx=0).is_complex:
+                if not _is_complex_embedding(v.embedding):
+                    if model_wide:  # it applies to the complex rows; the real rows' records say share_weights false
+                        continue
                     raise ValueError(f"{who} uses the real embedding {v.embedding!r}: real layers have no "
-                                     "real/imaginary weights to share"
-                                     + ("; set share_weights per variant instead" if model_wide else ""))
+                                     "real/imaginary weights to share")
                 if network == "real":
                     raise ValueError(f"{who} runs in network = 'real', whose real layers have no real/imaginary "
                                      "weights to share")
@@ -307,10 +308,16 @@ class Unit:
         return int(number) + 1 if kind == "fold" else int(number)
 
 
+def _is_complex_embedding(name: str) -> bool:
+    return bool(build_embedding(name, 4, 4, padding_idx=0).is_complex)
+
+
 def unit_config(grid: GridConfig, unit: Unit) -> dict:
     """Everything that determines a unit's result (hashed to recognise finished units)."""
     settings: ModelSettings = getattr(grid, unit.model)
     share = settings.share_weights if unit.variant.share_weights is None else unit.variant.share_weights
+    if unit.variant.share_weights is None and share and not _is_complex_embedding(unit.variant.embedding):
+        share = False  # a model-wide share_weights is for the complex rows: real layers have no parts to share
     return {
         "dataset": unit.dataset, "model": unit.model, "split": unit.split, "seed": unit.seed,
         "variant": config_to_dict(unit.variant), "embedding": unit.variant.embedding,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ..config import check_no_repeats
+from ..config import check_no_repeats, check_seed
 from ..embeddings import EMBEDDINGS
 from ..environment import set_threads
 from .demo import DemoConfig, format_demo_table, run_demo
@@ -45,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.train_size > MAX_TRAIN_SIZE:  # built in memory at once: 10**11 ran until killed, with no output
         raise ValueError(f"--train-size must be at most {MAX_TRAIN_SIZE:,} (the demo builds its sequences in memory; "
                          f"the default {DemoConfig.train_size:,} trains in under a minute), got {args.train_size:,}")
-    if not 0 <= args.seed < 2 ** 32:  # torch's generators take 64 bits; the grids' seeds stay below 2**32 too
-        raise ValueError(f"--seed must be an integer in [0, 2**32), got {args.seed}")
+    check_seed("--seed", args.seed)  # the grids', translation's and the LM's seeds stay below 2**32 too
     set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
     print(f"Word-order task: is A before B? {config.train_size} training sequences of length "

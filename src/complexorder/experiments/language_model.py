@@ -263,7 +263,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
     valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
-    if t.eval_max_chars and valid.numel() < 2 * cfg.eval.batch_size:  # the setting, not the corpus, is too short
+    if t.eval_max_chars and valid.numel() < 2 * cfg.eval.batch_size <= corpus["valid"].numel():  # the setting's fault
         raise ValueError(f"train.eval_max_chars = {t.eval_max_chars} leaves {valid.numel():,} validation characters, "
                          f"too few for {cfg.eval.batch_size} evaluation streams of 2 or more; set it to at least "
                          f"{2 * cfg.eval.batch_size} (or 0: the whole valid split)")

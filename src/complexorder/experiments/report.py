@@ -168,13 +168,15 @@ def setting_key(record: dict) -> str | None:
     return hashlib.sha256(json.dumps(rest, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _superseded_section(records: list[dict], blank_after: bool = False) -> list[str]:
+def superseded_section(records: list[dict]) -> list[str]:
+    """The Markdown lines listing :func:`superseded_settings` (none when there are none), without blank lines
+    around them."""
     hidden = superseded_settings(records)
     if not hidden:
         return []
-    return (["", "**Units re-run with other settings.** Only the latest record of a unit is shown; these units also "
-                 "have earlier records trained with other settings (setting hashes without split and seed), which no "
-                 "mean or test here includes:", ""] + [f"- {line}" for line in hidden] + ([""] if blank_after else []))
+    return (["**Units re-run with other settings.** Only the latest record of a unit is shown; these units also "
+             "have earlier records trained with other settings (setting hashes without split and seed), which no "
+             "mean or test here includes:", ""] + [f"- {line}" for line in hidden])
 
 
 def mixed_settings(records: list[dict]) -> list[str]:
@@ -494,7 +496,8 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
                     "under one label — e.g. a unit re-run with other epochs into the same results file; their means "
                     "and marks mix the two (setting hashes without split and seed in brackets):", ""]
         out += [f"- {line}" for line in mixed]
-    out += _superseded_section(records)
+    hidden = superseded_section(records)
+    out += ["", *hidden] if hidden else []
     out += ["", "## Targets", ""] + _targets(cells, paper, datasets, models)
     out += ["", "## Per cell: scores and p-values", ""] + detail
     out += _majority_section(records)

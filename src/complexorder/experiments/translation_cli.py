@@ -127,17 +127,21 @@ def run(args: argparse.Namespace) -> int:
         for lang in ("en", "de"):
             path = multi30k_dir(args.data_dir) / f"{args.split}.{lang}"
             reads[f"a file of the {args.split} split ({path.name})"] = path
+        from ..data.multi30k import SPLITS
+
         folder = multi30k_dir(args.data_dir)  # the other splits' files too: a translation written over one destroys it
-        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-            reads.setdefault(f"a file of the Multi30k data ({path.name})", path)
+        for path in (folder / f"{split}.{lang}" for split in SPLITS for lang in ("en", "de", "fr", "cs")):
+            if path.is_file():
+                reads.setdefault(f"a file of the Multi30k data ({path.name})", path)
     for option in ("output", "hypotheses"):
         value = getattr(args, option, None)
         if value is not None and not (option == "output" and value == "-"):  # run's "--output -" is standard output
             check_writable(value, f"--{option}", inputs=reads)
             if args.action in ("run", "eval"):  # text: not over a checkpoint, a results file or a training log
                 check_text_output(value, f"--{option}")
-    if getattr(args, "hypotheses", None) and getattr(args, "results", None) and \
-            same_file(args.hypotheses, args.results):
+    hyps, results = getattr(args, "hypotheses", None), getattr(args, "results", None)
+    if hyps and results and same_file(hyps, results) and (Path(hyps).is_file() or not Path(hyps).exists()):
+        # (a device named twice, /dev/null, destroys nothing)
         raise ValueError(f"--hypotheses and --results name one file ({args.results}); the translations and the JSON "
                          "result would be written into each other — give two files")
     if getattr(args, "results", None) is not None:
