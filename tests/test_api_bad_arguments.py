@@ -380,3 +380,92 @@ def test_complex_lstm_refuses_lengths_that_are_not_integers():
         with pytest.raises(ValueError, match=r"^lengths must be integers \(an integer tensor or list\), got dtype "):
             lstm(z, lengths=bad)
     torch.testing.assert_close(lstm(z, lengths=[2, 5])[0], lstm(z, lengths=torch.tensor([2, 5]))[0])
+
+
+def test_model_configs_check_the_types_of_their_fields():
+    """Stop 73: tie_output="no" tied the output, share_embeddings="no" shared one table, nhead=True built one head,
+    num_encoder_layers="2" said "'<' not supported", and TransformerXL's clamp_len=None or mem_len=2.5 built and
+    failed only at the first forward pass."""
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig
+
+    base = dict(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16)
+    for key, value, message in (("tie_output", "no", "model.tie_output: expected true or false, got 'no'"),
+                                ("share_embeddings", "no", "model.share_embeddings: expected true or false, got 'no'"),
+                                ("nhead", True, "model.nhead: expected an integer, got True"),
+                                ("num_encoder_layers", "2", "model.num_encoder_layers: expected an integer, got '2'"),
+                                ("dim_feedforward", 16.0, "model.dim_feedforward: expected an integer, got 16.0")):
+        with pytest.raises(ValueError, match=exactly(message)):
+            TransformerSeq2Seq(Seq2SeqConfig("complex-order", **{**base, key: value}), 20, 20)
+    with pytest.raises(TypeError, match=exactly("config must be a Seq2SeqConfig, got dict")):
+        TransformerSeq2Seq(base, 20, 20)
+    with pytest.raises(ValueError, match=exactly("src_vocab_size must be a positive integer, got 0")):
+        TransformerSeq2Seq(Seq2SeqConfig("vanilla", **base, share_embeddings=False), 0, 20)
+    xl = dict(vocab_size=20, n_layer=1, n_head=2, d_model=8, d_head=4, d_inner=16, mem_len=4)
+    for key, value, message in (("tie_weight", "no", "model.tie_weight: expected true or false, got 'no'"),
+                                ("clamp_len", None, "model.clamp_len: expected an integer, got None"),
+                                ("mem_len", 2.5, "model.mem_len: expected an integer, got 2.5"),
+                                ("n_layer", True, "model.n_layer: expected an integer, got True")):
+        with pytest.raises(ValueError, match=exactly(message)):
+            TransformerXL(TransformerXLConfig(**{**xl, key: value}))
+    model = TransformerXL(TransformerXLConfig(**xl))
+    with pytest.raises(ValueError, match=exactly("mem_len must be an integer >= 0, got 2.5")):
+        model.reset_length(mem_len=2.5)
+    with pytest.raises(ValueError, match=exactly("clamp_len must be an integer (<= 0: no clamp), got '3'")):
+        model.reset_length(clamp_len="3")
+
+
+@pytest.mark.parametrize("network", ["real-embedding", "real-network"])
+def test_a_row_of_padding_only_gives_the_same_finite_logits_with_and_without_gradients(network):
+    """Stop 73: with real layers PyTorch's inference fast path gave NaN logits for a row of padding only under
+    torch.no_grad(), finite ones with gradients on; a translation source of padding only likewise."""
+    torch.manual_seed(0)
+    if network == "real-embedding":
+        model = TransformerClassifier(co.build_embedding("none", 20, 8, padding_idx=0), 2, nhead=2, dim_feedforward=8)
+    else:
+        model = TransformerClassifier(co.build_embedding("complex-order", 20, 4, padding_idx=0), 2, nhead=2,
+                                      dim_feedforward=8, network="real")
+    model.eval()
+    tokens = torch.tensor([[0, 0, 0], [3, 4, 5]])
+    with_grad = model(tokens)
+    with torch.no_grad():
+        without = model(tokens)
+    assert torch.isfinite(without).all() and torch.allclose(with_grad, without)
+    with torch.no_grad():  # the other row is what it is alone
+        assert torch.allclose(model(tokens[1:]), without[1:], atol=1e-6)
+    seq = TransformerSeq2Seq(Seq2SeqConfig("vanilla", d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                           dim_feedforward=16), 20, 20).eval()
+    with torch.no_grad():
+        assert torch.isfinite(seq(torch.tensor([[0, 0, 0], [3, 4, 5]]), torch.tensor([[1, 2], [1, 2]]))).all()
+
+
+def test_classifiers_agree_on_empty_batches_and_refuse_empty_sequences():
+    """Stop 73: batch 0 failed in the real LSTM ("Cannot pack empty tensors") and the real Transformer (a reshape
+    error); length 0 gave bias-only logits (FastText, complex Transformer) or errors about arguments never passed."""
+    emb = lambda name="none": co.build_embedding(name, 20, 8, padding_idx=0)  # noqa: E731
+    models = {"FastTextClassifier": FastTextClassifier(emb(), 2, hidden=4),
+              "LSTMClassifier": LSTMClassifier(emb(), 2, hidden=4),
+              "complex LSTMClassifier": LSTMClassifier(emb("complex-order"), 2, hidden=4),
+              "TransformerClassifier": TransformerClassifier(emb(), 2, nhead=2, dim_feedforward=8),
+              "complex TransformerClassifier": TransformerClassifier(emb("complex-order"), 2, nhead=2,
+                                                                     dim_feedforward=8)}
+    for name, model in models.items():
+        assert model.eval()(torch.zeros(0, 3, dtype=torch.long)).shape == (0, 2), name
+        with pytest.raises(ValueError, match=exactly(f"{name.split()[-1]}: tokens must hold at least one position "
+                                                     "([B, L] with L >= 1), got shape (2, 0)")):
+            model(torch.zeros(2, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match=exactly("TransformerClassifier: nhead (3) must divide the layers' width (8)")):
+        TransformerClassifier(emb(), 2, nhead=3)
+    with pytest.raises(ValueError, match=exactly("TransformerClassifier: nhead (3) must divide the layers' width "
+                                                 "(2 x embedding_dim = 16)")):
+        TransformerClassifier(emb("complex-order"), 2, nhead=3, network="real")
+
+
+def test_cnn_filter_sizes_from_a_generator_and_a_bare_int():
+    """Stop 73: a generator was used up by the checks and built a CNN without filters; an int said "'int' object is
+    not iterable"."""
+    emb = co.build_embedding("none", 20, 8, padding_idx=0)
+    model = CNNClassifier(emb, 2, filters=4, filter_sizes=(k for k in (2, 3)))
+    assert model.filter_sizes == (2, 3) and model.output.in_features == 8
+    with pytest.raises(ValueError, match=exactly("CNNClassifier: filter_sizes must be a sequence of positive "
+                                                 "integers, got 3")):
+        CNNClassifier(emb, 2, filters=4, filter_sizes=3)

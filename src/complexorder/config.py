@@ -161,6 +161,18 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+def check_fields(config: Any, where: str) -> None:
+    """One-line errors for fields of the dataclass instance ``config`` whose values do not have their declared type
+    (as a TOML file's would be refused): ``tie_output="no"`` is truthy and silently tied the output, ``nhead=True``
+    built one head, ``clamp_len=None`` failed only at the first forward pass."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        tp = hints[f.name]
+        if typing.Literal in (typing.get_origin(tp), *map(typing.get_origin, typing.get_args(tp))):
+            continue  # names: the model checks them with messages of its own
+        _check_value(getattr(config, f.name), tp, f"{where}.{f.name}")
+
+
 def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
     """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are one-line errors."""
     if not isinstance(data, dict):

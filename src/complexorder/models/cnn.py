@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 from torch import Tensor, nn
 
@@ -46,11 +48,14 @@ class CNNClassifier(nn.Module):
         super().__init__()
         check_embedding(embedding, "CNNClassifier")
         check_sizes("CNNClassifier", dropout, num_classes=num_classes, filters=filters)
+        if isinstance(filter_sizes, (str, bytes)) or not isinstance(filter_sizes, Iterable):
+            raise ValueError(f"CNNClassifier: filter_sizes must be a sequence of positive integers, got {filter_sizes!r}")
+        filter_sizes = tuple(filter_sizes)  # once: a generator was used up by the checks and left no filter
         if not filter_sizes:
             raise ValueError("CNNClassifier: filter_sizes must name at least one filter width, got an empty list")
         check_sizes("CNNClassifier", **{f"filter_sizes[{i}]": k for i, k in enumerate(filter_sizes)})
         self.embedding = embedding
-        self.filter_sizes = tuple(filter_sizes)
+        self.filter_sizes = filter_sizes
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim
         self.dropout = make_dropout(dropout, complex_)
@@ -67,7 +72,8 @@ class CNNClassifier(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "CNNClassifier")
         if tokens.shape[1] < max(self.filter_sizes):
-            raise ValueError(f"tokens must be padded to at least the widest filter ({max(self.filter_sizes)}), "
+            raise ValueError(f"CNNClassifier: tokens must be padded to at least the widest filter "
+                             f"({max(self.filter_sizes)}), "
                              f"got length {tokens.shape[1]}")
         mask = padding_mask(tokens, self.embedding)
         lengths = mask.sum(1)

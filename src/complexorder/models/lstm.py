@@ -47,6 +47,8 @@ class LSTMClassifier(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "LSTMClassifier")
+        if tokens.shape[0] == 0:  # an empty batch: nn.LSTM takes it, packing does not
+            return self.output(self.output.weight.new_zeros(0, self.output.in_features))
         lengths = padding_mask(tokens, self.embedding).sum(1).clamp_min(1).cpu()
         x = self.dropout(self.embedding(tokens))
         if isinstance(self.lstm, ComplexLSTM):

@@ -41,6 +41,9 @@ def check_tokens(tokens: Tensor, model: str) -> None:
     if not isinstance(tokens, Tensor) or tokens.dim() != 2:
         shape = tuple(tokens.shape) if isinstance(tokens, Tensor) else type(tokens).__name__
         raise ValueError(f"{model}: tokens must be a [B, L] tensor of token ids, got {shape}")
+    if tokens.shape[1] == 0:  # FastText and the complex Transformer returned bias-only logits; others failed deep
+        raise ValueError(f"{model}: tokens must hold at least one position ([B, L] with L >= 1), got shape "
+                         f"{tuple(tokens.shape)}")
 
 
 def padding_mask(tokens: Tensor, embedding: nn.Module) -> Tensor:

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..config import check_number
+from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
@@ -205,6 +205,12 @@ class TransformerSeq2Seq(nn.Module):
 
     def __init__(self, config: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int, *, pad_id: int = 0) -> None:
         super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
+        check_fields(config, "model")  # types first: tie_output="no" tied the output, nhead=True built one head
+        for name, size in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
+            if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {size!r}")
         if config.variant not in VARIANTS:
             raise ValueError(f"model.variant must be one of {', '.join(VARIANTS)}; got {config.variant!r}")
         if config.share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -346,6 +352,8 @@ class TransformerSeq2Seq(nn.Module):
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states and the source padding mask (True = padding)."""
         src_pad = src == self.pad_id
+        if not self.is_complex:  # a source of padding only: PyTorch's inference fast path gave NaN for its row (the
+            src_pad = src_pad & ~src_pad.all(1, keepdim=True)  # training path 0); it attends to its padding instead
         x = self._embed(self.src_embedding, src)
         for layer in self.encoder_layers:
             x = layer(x, src_key_padding_mask=src_pad)

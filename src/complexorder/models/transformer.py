@@ -137,6 +137,9 @@ class TransformerClassifier(nn.Module):
         self.is_complex = embedding.is_complex and network != "real"  # complex encoder layers
         # a complex embedding read by real layers arrives as [Re f, Im f]: 2 * D real features
         d = embedding.embedding_dim * (2 if embedding.is_complex and not self.is_complex else 1)
+        if d % nhead:  # was torch's "embed_dim must be divisible by num_heads" (an AssertionError for real layers)
+            width = f"2 x embedding_dim = {d}" if embedding.is_complex and not self.is_complex else f"{d}"
+            raise ValueError(f"TransformerClassifier: nhead ({nhead}) must divide the layers' width ({width})")
         self.dropout = make_dropout(dropout, self.is_complex)
         if self.authors:
             make = lambda: AuthorsEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
@@ -160,6 +163,8 @@ class TransformerClassifier(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "TransformerClassifier")
+        if tokens.shape[0] == 0:  # an empty batch: PyTorch's real encoder layer fails to reshape it
+            return self.output(self.output.weight.new_zeros(0, self.output.in_features))
         if self.fixed_length is not None:  # the authors' input: right-padded with id 0 to fixed_length, no mask
             if tokens.shape[1] > self.fixed_length:
                 raise ValueError(f"TransformerClassifier: tokens of length {tokens.shape[1]} exceed fixed_length "
@@ -174,8 +179,11 @@ class TransformerClassifier(nn.Module):
         if not self.is_complex:  # a complex embedding read by real layers: [Re f, Im f]; real ones pass through
             x = complex_to_real(x)
         x = self.dropout(x)
+        # real layers: a row of padding only attends to its padding (PyTorch's inference fast path gave NaN for it,
+        # the training path finite values); the read-out below ignores that row's states either way
+        attend = mask if self.is_complex else mask | ~mask.any(1, keepdim=True)
         for i, layer in enumerate(self.layers):
-            x = layer(x, src_key_padding_mask=~mask)
+            x = layer(x, src_key_padding_mask=~attend)
             if self.authors and i == 0:  # theirs: encoder_layer(real, phase), then encoder(phase, real)
                 x = swap_parts(x)
         if self.authors:

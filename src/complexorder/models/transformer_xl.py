@@ -99,7 +99,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from ..config import check_number
+from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
@@ -149,6 +149,9 @@ class TransformerXLConfig:
 
 def check_config(cfg: TransformerXLConfig) -> None:
     """One-line errors for settings that cannot build a model."""
+    if not isinstance(cfg, TransformerXLConfig):
+        raise TypeError(f"config must be a TransformerXLConfig, got {type(cfg).__name__}")
+    check_fields(cfg, "model")  # types first: "no" for a switch, True or None for a size
     for name in ("vocab_size", "n_layer", "n_head", "d_model", "d_head", "d_inner"):
         if getattr(cfg, name) <= 0:
             raise ValueError(f"model.{name} must be positive, got {getattr(cfg, name)}")
@@ -195,6 +198,10 @@ def check_config(cfg: TransformerXLConfig) -> None:
 
 
 def check_lengths(mem_len: int, same_length: bool, where: str = "mem_len") -> None:
+    if isinstance(mem_len, bool) or not isinstance(mem_len, int):  # 2.5 failed at the first slice of the memory
+        raise ValueError(f"{where} must be an integer >= 0, got {mem_len!r}")
+    if not isinstance(same_length, bool):
+        raise ValueError(f"same_length must be True or False, got {same_length!r}")
     if mem_len < 0:
         raise ValueError(f"{where} must be >= 0, got {mem_len}")
     if same_length and mem_len < 1:
@@ -471,6 +478,8 @@ class TransformerXL(nn.Module):
         mem_len = self.mem_len if mem_len is None else mem_len
         same_length = self.same_length if same_length is None else same_length
         check_lengths(mem_len, same_length)
+        if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)):
+            raise ValueError(f"clamp_len must be an integer (<= 0: no clamp), got {clamp_len!r}")
         self.mem_len, self.same_length = mem_len, same_length
         self.clamp_len = self.clamp_len if clamp_len is None else clamp_len
 
