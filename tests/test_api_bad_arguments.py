@@ -469,3 +469,51 @@ def test_cnn_filter_sizes_from_a_generator_and_a_bare_int():
     with pytest.raises(ValueError, match=exactly("CNNClassifier: filter_sizes must be a sequence of positive "
                                                  "integers, got 3")):
         CNNClassifier(emb, 2, filters=4, filter_sizes=3)
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "complex-order"])
+def test_seq2seq_names_token_shapes_mask_and_memory_dtypes_and_the_cache(variant):
+    """Stop 73: a long src_pad met PyTorch's "Expected attn_mask dtype to be bool or float" (vanilla); memory of
+    another dtype "mat1 and mat2 must have the same dtype"; a 3-D source an AssertionError about queries; tokens of
+    shape [2, 2] in decode_step blamed the memory; cache=None an AttributeError."""
+    model = TransformerSeq2Seq(Seq2SeqConfig(variant, d_model=8, nhead=2, num_encoder_layers=1,
+                                             num_decoder_layers=1, dim_feedforward=16), 20, 20).eval()
+    memory, src_pad = model.encode(torch.tensor([[3, 4, 0], [5, 6, 7]]))
+    tokens = torch.tensor([1, 1])
+    with pytest.raises(ValueError, match=exactly("src_pad must be a boolean [B, Ls] mask (True = padding), got "
+                                                 "dtype torch.int64")):
+        model.decode_step(tokens, 0, memory, src_pad.long(), {})
+    wrong = memory.to(torch.complex128 if memory.is_complex() else torch.float64)
+    with pytest.raises(ValueError, match=exactly(f"memory must be the encoder's output, of dtype {memory.dtype}, got "
+                                                 f"{wrong.dtype}")):
+        model.decode_step(tokens, 0, wrong, src_pad, {})
+    with pytest.raises(ValueError, match=exactly("src must be a [B, L] tensor of token ids, got shape (1, 2, 4) and "
+                                                 "dtype torch.int64")):
+        model.encode(torch.ones(1, 2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=exactly("tokens must be a [B] tensor of token ids, got shape (2, 2) and dtype "
+                                                 "torch.int64")):
+        model.decode_step(torch.ones(2, 2, dtype=torch.long), 0, memory, src_pad, {})
+    with pytest.raises(TypeError, match=exactly("cache must be a dict (start with {} at position 0 and keep passing "
+                                                "it), got NoneType")):
+        model.decode_step(tokens, 0, memory, src_pad, None)
+    with pytest.raises(ValueError, match=r"^tgt_in must be a \[B, L\] tensor of token ids, got shape \(2, 3\) and "
+                                         r"dtype torch.float32$"):
+        model(torch.tensor([[3, 4, 0], [5, 6, 7]]), torch.ones(2, 3))
+    assert model.decode_step(tokens, 0, memory, src_pad, {}).shape == (2, 20)  # the right forms still decode
+
+
+def test_transformer_xl_names_a_memory_of_another_type_or_dtype():
+    """Stop 73: a list of tensors said "'list' object has no attribute 'hidden'", float64 states a matmul dtype
+    error 14 frames deep."""
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory
+
+    model = TransformerXL(TransformerXLConfig(vocab_size=20, n_layer=1, n_head=2, d_model=8, d_head=4, d_inner=16,
+                                              mem_len=4))
+    tokens = torch.randint(0, 20, (2, 5))
+    _, memory = model(tokens, model.init_memory(2))
+    with pytest.raises(TypeError, match=exactly("memory must be an XLMemory (init_memory() or the previous "
+                                                "segment's), got list")):
+        model(tokens, list(memory.hidden))
+    with pytest.raises(ValueError, match=exactly("memory holds torch.float64 states, the model's are torch.float32; "
+                                                 "build it with init_memory()")):
+        model(tokens, XLMemory([h.double() for h in memory.hidden], memory.next_position))

@@ -127,6 +127,16 @@ class Seq2SeqConfig:
 READOUTS = ("real-imag", "modulus-squared")
 
 
+def _check_token_ids(name: str, tokens: Tensor, dims: int) -> None:
+    """A one-line error unless ``tokens`` is an integer tensor of ``dims`` dimensions (``[B, L]`` or ``[B]``)."""
+    form = "[B, L]" if dims == 2 else "[B]"
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a {form} tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dim() != dims or tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise ValueError(f"{name} must be a {form} tensor of token ids, got shape {tuple(tokens.shape)} and dtype "
+                         f"{tokens.dtype}")
+
+
 def reorder_cache(cache: dict, index: Tensor) -> dict:
     """Select batch rows ``index`` of every tensor in a (nested) decoding cache, in place (beam search)."""
     for key, value in cache.items():
@@ -351,6 +361,7 @@ class TransformerSeq2Seq(nn.Module):
     # ---------------------------------------------------------------- encoder / decoder
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states and the source padding mask (True = padding)."""
+        _check_token_ids("src", src, 2)
         src_pad = src == self.pad_id
         if not self.is_complex:  # a source of padding only: PyTorch's inference fast path gave NaN for its row (the
             src_pad = src_pad & ~src_pad.all(1, keepdim=True)  # training path 0); it attends to its padding instead
@@ -364,12 +375,23 @@ class TransformerSeq2Seq(nn.Module):
     def _check_memory(self, batch: int, memory: Tensor, src_pad: Tensor) -> None:
         """The encoder output and its padding mask must belong to the same ``batch`` sentences (a batch of 1 would
         otherwise be broadcast to every sentence by the complex attention)."""
+        if not isinstance(memory, Tensor) or not isinstance(src_pad, Tensor):
+            raise TypeError(f"memory and src_pad must be tensors (what encode() returns), got "
+                            f"{type(memory).__name__} and {type(src_pad).__name__}")
         if memory.dim() != 3 or memory.shape[0] != batch or tuple(src_pad.shape) != tuple(memory.shape[:2]):
             raise ValueError(f"memory [B, Ls, D] and src_pad [B, Ls] must hold the same {batch} sentence(s) as the "
                              f"target, got {tuple(memory.shape)} and {tuple(src_pad.shape)}")
+        if src_pad.dtype != torch.bool:  # a long mask met PyTorch's attn_mask dtype error, a float one "~" failed
+            raise ValueError(f"src_pad must be a boolean [B, Ls] mask (True = padding), got dtype {src_pad.dtype}")
+        weight = next(self.parameters())
+        expected = {torch.float32: torch.complex64, torch.float64: torch.complex128,
+                    torch.float16: torch.complex32}.get(weight.dtype) if self.is_complex else weight.dtype
+        if memory.dtype != expected and not torch.is_autocast_enabled(memory.device.type):
+            raise ValueError(f"memory must be the encoder's output, of dtype {expected}, got {memory.dtype}")
 
     def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor) -> Tensor:
         """Teacher-forced decoder: logits ``[B, Lt, V]``; position ``t`` sees target tokens ``<= t`` only."""
+        _check_token_ids("tgt_in", tgt_in, 2)
         self._check_memory(tgt_in.shape[0], memory, src_pad)
         length = tgt_in.shape[1]
         x = self._embed(self.tgt_embedding, tgt_in)
@@ -395,6 +417,10 @@ class TransformerSeq2Seq(nn.Module):
         earlier steps live in ``cache`` (start with ``{}`` at position 0 and keep passing it; use
         :func:`reorder_cache` to follow beam-search back-pointers).
         """
+        _check_token_ids("tokens", tokens, 1)  # [B]: one new token per sentence ([B, 2] blamed the memory)
+        if not isinstance(cache, dict):
+            raise TypeError(f"cache must be a dict (start with {{}} at position 0 and keep passing it), got "
+                            f"{type(cache).__name__}")
         x = tokens.view(-1, 1)
         if isinstance(position, bool) or not isinstance(position, (int, Integral)) or position < 0:
             raise ValueError(f"position must be a non-negative integer (the new token's target position), "

@@ -491,6 +491,9 @@ class TransformerXL(nn.Module):
 
     def _check_memory(self, memory: XLMemory, bsz: int) -> None:
         d = self.config.d_model
+        if not isinstance(memory, XLMemory):  # a list of tensors said "'list' object has no attribute 'hidden'"
+            raise TypeError(f"memory must be an XLMemory (init_memory() or the previous segment's), got "
+                            f"{type(memory).__name__}")
         if len(memory.hidden) != len(self.layers):
             raise ValueError(f"memory holds {len(memory.hidden)} layers, the model has {len(self.layers)}")
         lead = (2, bsz) if self.complex_network else (bsz,)
@@ -501,6 +504,10 @@ class TransformerXL(nn.Module):
                                  f"d_model={d}; expected [{expected}] for every layer")
         if memory.next_position.shape != (bsz,):
             raise ValueError(f"memory.next_position must have shape ({bsz},), got {tuple(memory.next_position.shape)}")
+        dtype = self.r_w_bias.dtype
+        wrong = next((h.dtype for h in memory.hidden if h.dtype != dtype), None)
+        if wrong is not None and not torch.is_autocast_enabled(self.r_w_bias.device.type):  # was a matmul error
+            raise ValueError(f"memory holds {wrong} states, the model's are {dtype}; build it with init_memory()")
 
     def embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
         """The input layer: word embedding (complex ones as ``[Re, Im]``), projection, ``sqrt(d_model)`` scale.
