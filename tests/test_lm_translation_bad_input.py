@@ -252,10 +252,24 @@ TINY_RUN = {"model": {"embedding": "complex-order", "n_layer": 1, "n_head": 2, "
             "eval": {"tgt_len": 8, "mem_len": 8, "clamp_len": 8, "same_length": True, "batch_size": 2}}
 
 
-def test_lm_train_removes_temporaries_of_a_killed_checkpoint_write(tmp_path):
+def tiny_corpus(tmp_path):
+    """A text8-format corpus of 1,000 characters per split in ``tmp_path/corpus``."""
     text = "the cat sat on the mat and the dog sat on the log " * 20
     for split in ("train", "valid", "test"):
         write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    return tmp_path / "corpus"
+
+
+def tiny_lm_run(tmp_path):
+    """``TINY_RUN`` trained on :func:`tiny_corpus` into ``tmp_path/run`` (2 steps); returns the run directory."""
+    out = tmp_path / "run"
+    train_language_model(config_from_dict(TINY_RUN, LMConfig), tiny_corpus(tmp_path), out, progress=False,
+                         log=lambda m: None)
+    return out
+
+
+def test_lm_train_removes_temporaries_of_a_killed_checkpoint_write(tmp_path):
+    tiny_corpus(tmp_path)
     out = tmp_path / "run"
     out.mkdir()
     stale = [killed_checkpoint_write(out / "last.pt"), killed_checkpoint_write(out / "best.pt")]
@@ -287,9 +301,7 @@ def hold_lock_as_another_process(run_dir, pid="4242"):
 def test_lm_train_refuses_a_run_directory_another_training_holds(tmp_path, capsys):
     """Stop 53: two trainings in one directory both wrote last.pt, and each removed the other's temporary files."""
     import os
-    text = "the cat sat on the mat and the dog sat on the log " * 20
-    for split in ("train", "valid", "test"):
-        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
+    tiny_corpus(tmp_path)
     cfg = config_from_dict(TINY_RUN, LMConfig)
     out = tmp_path / "run"
     fd = hold_lock_as_another_process(out)
@@ -373,12 +385,7 @@ def test_lm_eval_shows_its_result_before_the_results_file_and_names_a_short_cut(
     """Stop 73: with --results /dev/full the BPC was never shown; `--max-chars 1` blamed the corpus's valid file;
     `train.eval_max_chars = 1` said "use a longer corpus"; `--splits valid,` passed; a summary printed before any
     validation held `Infinity`, which is not JSON."""
-    text = "the cat sat on the mat and the dog sat on the log " * 20
-    for split in ("train", "valid", "test"):
-        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
-    out = tmp_path / "run"
-    train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", out, progress=False,
-                         log=lambda m: None)
+    out = tiny_lm_run(tmp_path)
     ck, corpus = str(out / "last.pt"), str(tmp_path / "corpus")
     if Path("/dev/full").exists():
         assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--no-progress", "--splits", "valid",
@@ -424,12 +431,7 @@ def test_lm_train_interrupted_says_where_a_resume_starts_and_refuses_a_foreign_r
     results.jsonl was not JSON lines had the records appended to it."""
     from complexorder.experiments import language_model_cli
 
-    text = "the cat sat on the mat and the dog sat on the log " * 20
-    for split in ("train", "valid", "test"):
-        write(tmp_path / "corpus" / f"{split}.txt", text.strip())
-    out = tmp_path / "run"
-    train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", out, progress=False,
-                         log=lambda m: None)
+    out = tiny_lm_run(tmp_path)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

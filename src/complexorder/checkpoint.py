@@ -31,8 +31,11 @@ _REPLAYED_WARNINGS: dict[str, dict] = {}  # warnings' once-per-place registries,
 CHECKPOINT_VERSION = 1
 
 
-def _check_can_make_dir(folder: Path, purpose: str) -> None:
-    """Raise a one-line ``PermissionError`` when ``folder`` could not be created or written; create nothing."""
+def _check_can_make_dir(folder: Path, purpose: str, probe: bool = False) -> None:
+    """Raise a one-line ``PermissionError`` when ``folder`` could not be created or written; create nothing.
+
+    ``probe``: also try to create a file there (the check before a long run; a writer's own temporary file is the
+    try when it writes, so its checkpoint saves need no probe)."""
     blocker = next((p for p in (folder, *folder.parents) if os.path.lexists(p)), None)  # a broken link too
     if blocker is None:
         return
@@ -40,7 +43,7 @@ def _check_can_make_dir(folder: Path, purpose: str) -> None:
         kind = "a broken symbolic link" if not blocker.exists() else "a file"
         raise PermissionError(f"cannot create directory {folder} for {purpose}: {blocker} is {kind}")
     why = None if os.access(blocker, os.W_OK | os.X_OK) else "is not writable"
-    if why is None:
+    if why is None and probe:
         why = _probe_directory(blocker)  # root passes os.access everywhere, but /proc and /sys refuse new files
     if why is not None:
         if blocker == folder:
@@ -80,7 +83,7 @@ def _check_writable_dir(path: Path) -> None:
     _make_dir(path.parent, str(path))
 
 
-def _same_file(a: str | Path, b: str | Path) -> bool:
+def same_file(a: str | Path, b: str | Path) -> bool:
     """True when ``a`` and ``b`` name one file (through links too), or would once created."""
     try:
         return os.path.samefile(a, b)
@@ -106,11 +109,11 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
         return
     try:
         if directory:
-            _check_can_make_dir(path, "its files")
+            _check_can_make_dir(path, "its files", probe=True)
         else:
             if path.is_dir():
                 raise PermissionError(f"{path} is a directory, expected a file path")
-            _check_can_make_dir(path.parent, str(path))
+            _check_can_make_dir(path.parent, str(path), probe=True)
             if path.exists() and not (os.access(path, os.W_OK) and _can_open_for_append(path)):
                 raise PermissionError(f"cannot write {path}: the file is not writable")
     except PermissionError as exc:
@@ -118,14 +121,9 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
     if _is_special(path):  # writing to a device or pipe (/dev/stdout) replaces no file
         return
     for what, source in (inputs or {}).items():
-        if source is not None and str(source) != "-" and _same_file(path, source):
+        if source is not None and str(source) != "-" and same_file(path, source):
             raise ValueError(f"{option} {path} is {what}, which this command reads; writing it would destroy it — "
                              "choose another file")
-
-
-def same_file(a: str | Path, b: str | Path) -> bool:
-    """True when ``a`` and ``b`` name one file (through links too), or would once created."""
-    return _same_file(a, b)
 
 
 def check_text_output(path: str | Path, option: str) -> None:
@@ -137,18 +135,12 @@ def check_text_output(path: str | Path, option: str) -> None:
         return
     with open(path, "rb") as fh:
         head = fh.read(4)
-        fh.seek(0)
-        first = next((line for line in iter(lambda: fh.readline(1 << 20), b"") if line.strip()), b"")
     if head == b"PK\x03\x04" or head[:1] == b"\x80":  # torch.save's zip, or a pickle
         what = "a checkpoint or another binary file (torch.save's zip, or a pickle)"
-    else:
-        try:
-            is_record = isinstance(json.loads(first), dict)
-        except ValueError:  # text (a translation may start with "{", so a cut record is not guessed at here)
-            is_record = False
-        if not is_record:
-            return
+    elif _is_json_object(_first_nonblank_line(path)):  # (a translation may start with "{": no cut record guessed)
         what = "a JSON-lines file (results or a training log)"
+    else:
+        return
     raise ValueError(f"{option} {path} is {what}; writing text over it would destroy it — choose another file")
 
 
@@ -166,23 +158,32 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     path = Path(path)
     check_writable(path, option)
     if _is_special(path):
-        if read_first and not _same_file(path, os.devnull):
+        if read_first and not same_file(path, os.devnull):
             raise ValueError(f"{option} {path} is not a regular file, and this command reads its results file "
                              "before running (to skip finished units); give a file")
         return
     if read_first or not path.is_file():
         return
-    with open(path, "rb") as f:
-        first = next((line for line in iter(lambda: f.readline(1 << 20), b"") if line.strip()), b"")
+    first = _first_nonblank_line(path)
     if not first:  # empty, or blank lines only
         return
-    try:
-        is_record = isinstance(json.loads(first), dict)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError: a record cut short by a crash still counts
-        is_record = is_cut_record(first.decode("utf-8", "replace"))
-    if not is_record:
+    # a record cut short by a crash still counts
+    if not (_is_json_object(first) or is_cut_record(first.decode("utf-8", "replace"))):
         raise ValueError(f"{option} {path} is not a JSON-lines results file (its first line is not a JSON object); "
                          "results are appended one JSON object per line — choose another file")
+
+
+def _first_nonblank_line(path: Path) -> bytes:
+    """The first line of ``path`` holding more than white space (read in chunks of 1 MiB at most); ``b""`` if none."""
+    with open(path, "rb") as fh:
+        return next((line for line in iter(lambda: fh.readline(1 << 20), b"") if line.strip()), b"")
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return False
 
 
 def _can_open_for_append(path: Path) -> bool:

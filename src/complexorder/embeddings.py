@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .nn.functional import check_flags
 from .nn.wave import (complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding,
                       complex_vanilla_embedding_reference)
 
@@ -140,13 +141,6 @@ def _check_dtype(dtype: torch.dtype | None) -> None:
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype must be a real floating-point dtype (torch.float32, float64, float16 or bfloat16; "
                          f"complex embeddings build their complex output from real tables), got {dtype!r}")
-
-
-def _check_flags(**flags: Any) -> None:
-    """Boolean switches must be booleans: ``sparse="no"`` would otherwise switch sparse gradients on."""
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
@@ -298,7 +292,7 @@ class WordEmbedding(nn.Module):
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
-        _check_flags(sparse=sparse)
+        check_flags(sparse=sparse)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -532,7 +526,7 @@ class ComplexOrderEmbedding(nn.Module):
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
         _check_complex_form("ComplexOrderEmbedding", dtype)
-        _check_flags(sparse=sparse, fused=fused, initial_phase=initial_phase)
+        check_flags(sparse=sparse, fused=fused, initial_phase=initial_phase)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         if isinstance(first_position, bool) or not isinstance(first_position, int) or first_position < 0:
             raise ValueError(f"first_position must be a non-negative integer (the first default position), "
@@ -711,7 +705,7 @@ class ComplexVanillaEmbedding(nn.Module):
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
         _check_complex_form("ComplexVanillaEmbedding", dtype)
-        _check_flags(sparse=sparse)
+        check_flags(sparse=sparse)
         self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..checkpoint import check_writable
@@ -38,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_ablate(args: argparse.Namespace) -> int:
     from .ablation import TABLE4_DATASETS, TABLE4_FIELDS, check_table4_records, table4_config_problem, write_table4
-    from .report import load_results, read_notes
+    from .report import load_results, print_superseded_note, read_notes
     from .classification_cli import load_grid
 
     grid = load_grid(args, "ablation")
@@ -67,9 +66,7 @@ def run_ablate(args: argparse.Namespace) -> int:
             return code
     text = write_table4([grid.results, *args.also_results], args.out, notes=args.notes)
     print(f"wrote {args.out}")
-    if "**Units re-run with other settings.**" in text:
-        print(f"complexorder: note: some units of {args.out} also have earlier records trained with other settings, "
-              "which the table leaves out (listed under the table)", file=sys.stderr)
+    print_superseded_note(text, args.out)
     return 0
 
 

@@ -289,7 +289,7 @@ def run_download(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from .report import print_superseded_note, write_report
 
     if args.out is None:
         args.out = str(Path(args.results[0]).parent / "table2.md")
@@ -300,7 +300,5 @@ def run_report(args: argparse.Namespace) -> int:
     if "**Cells mixing settings.**" in text:
         print(f"complexorder: note: some cells of {args.out} mix units trained with different settings (listed "
               f"under the table)", file=sys.stderr)
-    if "**Units re-run with other settings.**" in text:
-        print(f"complexorder: note: some units of {args.out} also have earlier records trained with other settings, "
-              "which the table leaves out (listed under the table)", file=sys.stderr)
+    print_superseded_note(text, args.out)
     return 0

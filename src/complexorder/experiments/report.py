@@ -17,6 +17,7 @@ import io
 import json
 import math
 import re
+import sys
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
@@ -177,6 +178,13 @@ def superseded_section(records: list[dict]) -> list[str]:
     return (["**Units re-run with other settings.** Only the latest record of a unit is shown; these units also "
              "have earlier records trained with other settings (setting hashes without split and seed), which no "
              "mean or test here includes:", ""] + [f"- {line}" for line in hidden])
+
+
+def print_superseded_note(text: str, out) -> None:
+    """On standard error: that the rendered ``text`` (written to ``out``) lists units re-run with other settings."""
+    if "**Units re-run with other settings.**" in text:
+        print(f"complexorder: note: some units of {out} also have earlier records trained with other settings, "
+              "which the table leaves out (listed under the table)", file=sys.stderr)
 
 
 def mixed_settings(records: list[dict]) -> list[str]:
