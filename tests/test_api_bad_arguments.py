@@ -13,7 +13,7 @@ from torch import nn
 import complexorder as co
 from complexorder import nn as cnn
 from complexorder.models import CNNClassifier, FastTextClassifier, LSTMClassifier, TransformerClassifier
-from complexorder.models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq
+from complexorder.models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 from complexorder.nn import functional as CF
 
 
@@ -517,3 +517,64 @@ def test_transformer_xl_names_a_memory_of_another_type_or_dtype():
     with pytest.raises(ValueError, match=exactly("memory holds torch.float64 states, the model's are torch.float32; "
                                                  "build it with init_memory()")):
         model(tokens, XLMemory([h.double() for h in memory.hidden], memory.next_position))
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "complex-order"])
+def test_seq2seq_decode_step_refuses_a_cache_that_does_not_fit(variant):
+    """Stop 74: a skipped or repeated position, a cache of another batch, or a cache filled from another source
+    decoded silently: the new token attended to a prefix that is not its own, or to another source's keys."""
+    model = TransformerSeq2Seq(Seq2SeqConfig(variant, d_model=8, nhead=2, num_encoder_layers=1,
+                                             num_decoder_layers=1, dim_feedforward=16), 20, 20).eval()
+    memory, src_pad = model.encode(torch.tensor([[3, 4, 0], [5, 6, 7]]))
+    tokens = torch.tensor([1, 1])
+    cache = {}
+    model.decode_step(tokens, 0, memory, src_pad, cache)
+    model.decode_step(tokens, 1, memory, src_pad, cache)
+    for position in (1, 3, 0):
+        with pytest.raises(ValueError, match=exactly(f"position {position} does not follow the cache, whose last "
+                                                     f"step was at position 1: pass position 2, or a new {{}} cache "
+                                                     f"to start over")):
+            model.decode_step(tokens, position, memory, src_pad, cache)
+    other, other_pad = model.encode(torch.tensor([[3, 4, 5, 6, 7]] * 2))
+    with pytest.raises(ValueError, match=exactly("memory has 5 source positions but the cache was filled from a "
+                                                 "memory of 3: the source keys are computed at the first step; start "
+                                                 "a new {} cache for another source")):
+        model.decode_step(tokens, 2, other, other_pad, cache)
+    three, three_pad = model.encode(torch.tensor([[3, 4, 0], [5, 6, 7], [8, 9, 10]]))
+    with pytest.raises(ValueError, match=exactly("the cache holds 2 sentence(s) but memory holds 3: after selecting "
+                                                 "beams, apply reorder_cache to the cache with the same index")):
+        model.decode_step(torch.tensor([1, 1, 1]), 2, three, three_pad, cache)
+    # the refused calls changed nothing: the next step still matches a fresh full decode
+    step2 = model.decode_step(tokens, 2, memory, src_pad, cache)
+    full = model.decode(torch.tensor([[1, 1, 1], [1, 1, 1]]), memory, src_pad)[:, 2]
+    assert torch.allclose(step2, full, atol=1e-5)
+    reorder_cache(cache, torch.tensor([1, 0]))  # reordering keeps the cache usable
+    assert cache["position"] == 2
+    assert model.decode_step(tokens, 3, memory, src_pad, cache).shape == (2, 20)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_classifiers_take_numpy_integer_sizes_as_ints(complex_):
+    """Stop 74: sizes drawn by np.random.choice (np.int64) were refused by every classifier ("hidden must be a
+    positive integer, got np.int64(8)"), and ComplexConv1d refused a NumPy kernel_size; they are now taken, and
+    stored as Python ints (the checkpoints' configs stay JSON). Booleans, floats and strings are still refused."""
+    import numpy as np
+
+    emb = (co.ComplexOrderEmbedding if complex_ else co.WordEmbedding)(30, 8, padding_idx=0)
+    n = np.int64
+    models = [FastTextClassifier(emb, n(3), hidden=n(6)), LSTMClassifier(emb, n(3), hidden=n(6)),
+              CNNClassifier(emb, n(3), filters=n(4), filter_sizes=np.array([2, 3])),
+              TransformerClassifier(emb, n(3), nhead=n(2), dim_feedforward=n(16), num_layers=n(1))]
+    tokens = torch.tensor([[3, 4, 5, 0], [6, 7, 8, 9]])
+    for model in models:
+        assert model.eval()(tokens).shape == (2, 3)
+    assert type(models[0].output.out_features) is int
+    assert models[2].filter_sizes == (2, 3) and all(type(k) is int for k in models[2].filter_sizes)
+    assert cnn.ComplexConv1d(4, 3, np.int32(2)).kernel_size == 2
+    for bad in (True, 2.0, "8"):
+        with pytest.raises(ValueError, match=exactly(f"LSTMClassifier: hidden must be a positive integer, got "
+                                                     f"{bad!r}")):
+            LSTMClassifier(emb, 3, hidden=bad)
+    with pytest.raises(ValueError, match=exactly("FastTextClassifier: dropout must be a probability in [0, 1), got "
+                                                 "False")):
+        FastTextClassifier(emb, 3, dropout=False)

@@ -45,6 +45,10 @@ def report(tmp_path, results, figure=""):
     ({"test_accuracy": None}, "'test_accuracy' is null; expected a number in [0, 1]"),
     ({"dataset": "FOO"}, "'dataset' is \"FOO\"; expected one of MR, SUBJ, CR, MPQA, SST2, TREC, SST2-sent"),
     ({"model": "rnn"}, "'model' is \"rnn\"; expected one of fasttext, cnn, lstm, transformer"),
+    # stop 74: a fold beyond the ten, or a seed on a cross-validated set, entered the table as a further pair
+    ({"split": "fold-99"}, "'split' is \"fold-99\"; MR is cross-validated: expected \"fold-K\" with K in 0..9"),
+    ({"split": "seed-1"}, "'split' is \"seed-1\"; MR is cross-validated: expected \"fold-K\" with K in 0..9"),
+    ({"dataset": "TREC", "split": "fold-1"}, "'split' is \"fold-1\"; TREC has fixed splits: expected \"seed-S\""),
 ])
 def test_report_names_the_file_line_and_field_of_a_malformed_record(tmp_path, capsys, change, message):
     """split 5 was `AttributeError: 'int' object has no attribute 'startswith'` (a traceback); accuracy "abc" or

@@ -27,6 +27,7 @@ from scipy.stats import permutation_test, rankdata, wilcoxon
 
 from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, is_cut_record, scan_jsonl
 from ..config import is_finite_number
+from ..data.classification import DATASETS, NUM_FOLDS
 
 __all__ = ["load_results", "read_results_lines", "check_records", "record_problem", "latest_records", "cell_scores",
            "paired_wilcoxon", "signed_rank_greater", "significance_marks", "render_table2", "plot_epoch_times",
@@ -138,6 +139,14 @@ def record_problem(record: dict, require: dict[str, str] | None = None) -> str |
     for name, (test, expected) in FIELD_FORMS.items():
         if name in record and not test(record[name]):
             return f"{name!r} is {_shown(record[name])}; expected {expected}"
+    if record.get("dataset") in DATASETS and "split" in record:  # both well formed: the split must be one of its own
+        kind, number = record["split"].split("-")
+        if DATASETS[record["dataset"]].protocol == "cv" and (kind != "fold" or int(number) >= NUM_FOLDS):
+            return (f"'split' is {_shown(record['split'])}; {record['dataset']} is cross-validated: expected "
+                    f'"fold-K" with K in 0..{NUM_FOLDS - 1}')
+        if DATASETS[record["dataset"]].protocol == "fixed" and kind != "seed":
+            return (f"'split' is {_shown(record['split'])}; {record['dataset']} has fixed splits: expected "
+                    f'"seed-S"')
     return None
 
 

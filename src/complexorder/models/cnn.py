@@ -47,13 +47,14 @@ class CNNClassifier(nn.Module):
                  filter_sizes: tuple[int, ...] = (3, 4, 5), dropout: float = 0.5, share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "CNNClassifier")
-        check_sizes("CNNClassifier", dropout, num_classes=num_classes, filters=filters)
+        num_classes, filters = check_sizes("CNNClassifier", dropout, num_classes=num_classes, filters=filters)
         if isinstance(filter_sizes, (str, bytes)) or not isinstance(filter_sizes, Iterable):
             raise ValueError(f"CNNClassifier: filter_sizes must be a sequence of positive integers, got {filter_sizes!r}")
         filter_sizes = tuple(filter_sizes)  # once: a generator was used up by the checks and left no filter
         if not filter_sizes:
             raise ValueError("CNNClassifier: filter_sizes must name at least one filter width, got an empty list")
-        check_sizes("CNNClassifier", **{f"filter_sizes[{i}]": k for i, k in enumerate(filter_sizes)})
+        filter_sizes = tuple(check_sizes("CNNClassifier",
+                                         **{f"filter_sizes[{i}]": k for i, k in enumerate(filter_sizes)}))
         self.embedding = embedding
         self.filter_sizes = filter_sizes
         complex_ = embedding.is_complex

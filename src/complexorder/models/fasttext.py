@@ -44,7 +44,7 @@ class FastTextClassifier(nn.Module):
                  share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "FastTextClassifier")
-        check_sizes("FastTextClassifier", dropout, num_classes=num_classes, hidden=hidden)
+        num_classes, hidden = check_sizes("FastTextClassifier", dropout, num_classes=num_classes, hidden=hidden)
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim

@@ -33,7 +33,7 @@ class LSTMClassifier(nn.Module):
                  share_weights: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "LSTMClassifier")
-        check_sizes("LSTMClassifier", dropout, num_classes=num_classes, hidden=hidden)
+        num_classes, hidden = check_sizes("LSTMClassifier", dropout, num_classes=num_classes, hidden=hidden)
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim

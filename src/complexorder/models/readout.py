@@ -6,11 +6,13 @@ helpers pick the matching operation so that each architecture is written once.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import torch
 from torch import Tensor, nn
 
 from ..nn import ComplexDropout
-from ..nn.functional import modulus
+from ..nn.functional import as_integer, modulus
 
 __all__ = ["check_embedding", "check_sizes", "check_tokens", "padding_mask", "masked_mean", "masked_max",
            "make_dropout", "to_real_features"]
@@ -26,14 +28,19 @@ def check_embedding(embedding: nn.Module, model: str) -> None:
                         f"{type(embedding).__name__}")
 
 
-def check_sizes(model: str, dropout: float | None = None, **sizes: int) -> None:
-    """A one-line ``ValueError`` naming the argument unless every size is a positive integer and ``dropout`` a
-    probability in [0, 1) (``num_classes=0`` or ``hidden=0`` would build a model that cannot learn)."""
+def check_sizes(model: str, dropout: float | None = None, **sizes: int) -> list[int]:
+    """The ``sizes`` as Python ints, in order; a one-line ``ValueError`` naming the argument unless every size is a
+    positive integer (NumPy's integers included) and ``dropout`` a probability in [0, 1) (``num_classes=0`` or
+    ``hidden=0`` would build a model that cannot learn)."""
+    numbers = []
     for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        number = as_integer(value)
+        if number is None or number < 1:
             raise ValueError(f"{model}: {name} must be a positive integer, got {value!r}")
-    if dropout is not None and not (isinstance(dropout, (int, float)) and 0 <= dropout < 1):
+        numbers.append(number)
+    if dropout is not None and (isinstance(dropout, bool) or not isinstance(dropout, Real) or not 0 <= dropout < 1):
         raise ValueError(f"{model}: dropout must be a probability in [0, 1), got {dropout!r}")
+    return numbers
 
 
 def check_tokens(tokens: Tensor, model: str) -> None:

@@ -147,6 +147,27 @@ def reorder_cache(cache: dict, index: Tensor) -> dict:
     return cache
 
 
+def _check_cache(cache: dict, position: int, memory: Tensor) -> None:
+    """A decoding cache must hold the steps just before ``position`` (its last step at ``position - 1``), for the
+    same sentences and source as ``memory``: otherwise the new token would attend to another prefix, or to keys
+    projected from another source, without any error from the attention."""
+    if "position" not in cache:
+        return  # a fresh cache: the first step may sit at any position
+    if position != cache["position"] + 1:
+        raise ValueError(f"position {position} does not follow the cache, whose last step was at position "
+                         f"{cache['position']}: pass position {cache['position'] + 1}, or a new {{}} cache to start over")
+    layer = cache.get("layer0", {})
+    keys = layer.get("self", {}).get("k") if isinstance(layer, dict) else None
+    if isinstance(keys, Tensor) and keys.shape[0] != memory.shape[0]:
+        raise ValueError(f"the cache holds {keys.shape[0]} sentence(s) but memory holds {memory.shape[0]}: after "
+                         f"selecting beams, apply reorder_cache to the cache with the same index")
+    cross = layer.get("cross", {}).get("k") if isinstance(layer, dict) else None
+    if isinstance(cross, Tensor) and cross.shape[2] != memory.shape[1]:
+        raise ValueError(f"memory has {memory.shape[1]} source positions but the cache was filled from a memory of "
+                         f"{cross.shape[2]}: the source keys are computed at the first step; start a new {{}} cache "
+                         f"for another source")
+
+
 def _mha_step(mha: nn.MultiheadAttention, query: Tensor, key_value: Tensor, cache: dict, static_kv: bool,
               key_padding_mask: Tensor | None) -> Tensor:
     """``nn.MultiheadAttention`` on new queries with cached, head-split keys/values ``[B, H, L, d_head]``."""
@@ -414,8 +435,10 @@ class TransformerSeq2Seq(nn.Module):
         """Logits ``[B, V]`` for the next token after ``tokens [B]``, which sit at target ``position``.
 
         Only the new token is embedded (at its explicit ``position``) and run through the decoder;
-        earlier steps live in ``cache`` (start with ``{}`` at position 0 and keep passing it; use
-        :func:`reorder_cache` to follow beam-search back-pointers).
+        earlier steps live in ``cache`` (start with ``{}`` at position 0 and keep passing it with consecutive
+        positions; use :func:`reorder_cache` to follow beam-search back-pointers). The source keys are
+        projected from ``memory`` at the first step and reused: a cache belongs to one source batch. A position
+        that does not follow the cache's last step, or a memory of another batch or length, is refused.
         """
         _check_token_ids("tokens", tokens, 1)  # [B]: one new token per sentence ([B, 2] blamed the memory)
         if not isinstance(cache, dict):
@@ -426,6 +449,7 @@ class TransformerSeq2Seq(nn.Module):
             raise ValueError(f"position must be a non-negative integer (the new token's target position), "
                              f"got {position!r}")
         self._check_memory(x.shape[0], memory, src_pad)
+        _check_cache(cache, int(position), memory)
         x = self._embed(self.tgt_embedding, x, torch.full((1,), int(position), device=x.device))
         for i, layer in enumerate(self.decoder_layers):
             layer_cache = cache.setdefault(f"layer{i}", {})
@@ -433,6 +457,7 @@ class TransformerSeq2Seq(nn.Module):
                 x = layer(x, memory, memory_key_padding_mask=src_pad, tgt_is_causal=True, cache=layer_cache)
             else:
                 x = _real_decoder_layer_step(layer, x, memory, src_pad, layer_cache)
+        cache["position"] = int(position)
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)
         return self.project(x)[:, 0]

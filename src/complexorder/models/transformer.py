@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
+from ..nn.functional import as_integer
 from .authors_encoder import AuthorsEncoderLayer, AuthorsLayerNorm, per_part, swap_parts
 from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_mean, padding_mask,
                       to_real_features)
@@ -106,11 +107,13 @@ class TransformerClassifier(nn.Module):
                  position_order: str = "forward", fixed_length: int | None = None) -> None:
         super().__init__()
         check_embedding(embedding, "TransformerClassifier")
-        check_sizes("TransformerClassifier", dropout, num_classes=num_classes, nhead=nhead,
-                    dim_feedforward=dim_feedforward, num_layers=num_layers)
+        num_classes, nhead, dim_feedforward, num_layers = check_sizes(
+            "TransformerClassifier", dropout, num_classes=num_classes, nhead=nhead, dim_feedforward=dim_feedforward,
+            num_layers=num_layers)
         if fixed_length is not None:
-            if not (isinstance(fixed_length, int) and not isinstance(fixed_length, bool) and fixed_length > 0):
+            if as_integer(fixed_length) is None or as_integer(fixed_length) < 1:
                 raise ValueError(f"fixed_length must be None or a positive integer, got {fixed_length!r}")
+            fixed_length = as_integer(fixed_length)
             if getattr(embedding, "padding_idx", None) is not None:
                 raise ValueError(f"fixed_length needs an embedding without padding_idx (the padding token is a learned "
                                  f"word every position attends to); {type(embedding).__name__} has padding_idx="

@@ -15,9 +15,10 @@ def _single(value, name: str, low: int = 1) -> int:
     """An ``nn.Conv1d``-style size (an int or a 1-tuple) as an int >= ``low``; a one-line error otherwise."""
     if isinstance(value, (tuple, list)) and len(value) == 1:
         value = value[0]
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    number = CF.as_integer(value)
+    if number is None or number < low:
         raise ValueError(f"{name} must be an integer >= {low} (or a 1-tuple of one), got {value!r}")
-    return value
+    return number
 
 
 class ComplexConv1d(nn.Module):

@@ -8,6 +8,7 @@ the paper (``A = B``, ``c = d``) is simply ``weight_imag=None``.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 
 import torch
@@ -152,6 +153,18 @@ def check_modulus_eps(eps: float, name: str = "eps") -> None:
     or NaN one gives NaN outputs)."""
     if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps >= 0.0):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+
+
+def as_integer(value: object) -> int | None:
+    """``value`` as a Python int if it is an integer that is not a bool (``int``, NumPy's integers, a 0-d integer
+    tensor: what ``operator.index`` takes), else None: sizes drawn by ``np.random.choice`` are accepted and stored
+    as ints, while ``True``, ``2.5`` and ``"8"`` are refused."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def check_flags(**flags: object) -> None:
