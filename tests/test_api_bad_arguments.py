@@ -578,3 +578,17 @@ def test_classifiers_take_numpy_integer_sizes_as_ints(complex_):
     with pytest.raises(ValueError, match=exactly("FastTextClassifier: dropout must be a probability in [0, 1), got "
                                                  "False")):
         FastTextClassifier(emb, 3, dropout=False)
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "complex-vanilla", "complex-order"])
+def test_seq2seq_activation_is_relu_or_gelu_for_every_variant(variant):
+    """Stop 74: Seq2SeqConfig(activation="tanh") built a complex model (its split activation takes any name) while
+    vanilla failed with PyTorch's "activation should be relu/gelu, not tanh": one variant could not be compared."""
+    config = Seq2SeqConfig(variant, d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                           dim_feedforward=16, activation="tanh")
+    with pytest.raises(ValueError, match=exactly("model.activation must be 'relu' or 'gelu' (what "
+                                                 "torch.nn.TransformerDecoderLayer takes, for every variant alike), "
+                                                 "got 'tanh'")):
+        TransformerSeq2Seq(config, 20, 20)
+    config.activation = "gelu"
+    assert TransformerSeq2Seq(config, 20, 20).encode(torch.tensor([[3, 4]]))[0].shape[:2] == (1, 2)

@@ -273,6 +273,9 @@ class TransformerSeq2Seq(nn.Module):
         if config.attention_score != "modulus" and not self.is_complex:
             raise ValueError("model.attention_score applies to the complex network only "
                              "(complex variants, network 'complex')")
+        if config.activation not in ("relu", "gelu"):  # the complex stacks took any split activation, vanilla none
+            raise ValueError(f"model.activation must be 'relu' or 'gelu' (what torch.nn.TransformerDecoderLayer "
+                             f"takes, for every variant alike), got {config.activation!r}")
         if config.readout not in READOUTS:
             raise ValueError(f"model.readout must be one of {', '.join(READOUTS)}; got {config.readout!r}")
         if config.readout != "real-imag" and not self.is_complex:
