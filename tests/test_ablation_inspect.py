@@ -356,7 +356,7 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert (tmp_path / "table4.md").read_text().startswith("# Table 4")
     # records of another grid are refused, not rendered as a contradictory Table 4
     cr = tmp_path / "cr.jsonl"
-    cr.write_text(json.dumps({**json.loads(paper.read_text().splitlines()[0]), "dataset": "CR"}) + "\n")
+    cr.write_text(json.dumps({**json.loads(paper.read_text().splitlines()[0]), "dataset": "CR", "split": "fold-1"}) + "\n")
     assert main(["ablate", "--report-only", "--results", str(cr), "--out", str(tmp_path / "x.md")]) == 2
     assert (f"{cr} hold(s) records that are not Table 4's (the Transformer on SST-2): CR transformer; render "
             "classification results with complexorder report") in capsys.readouterr().err
@@ -402,7 +402,7 @@ def test_ablate_refuses_a_grid_that_is_not_table4_before_any_training(tmp_path, 
         f"(or `ablate`) first")
     grid = ablation_grid()
     record = ablation_record(grid, next(iter(grid.resolved_variants())), 1, 0.7, 1_000_000, command="c")
-    (tmp_path / "mixed.jsonl").write_text(json.dumps({**record, "dataset": "MR"}) + "\n")
+    (tmp_path / "mixed.jsonl").write_text(json.dumps({**record, "dataset": "MR", "split": "fold-0"}) + "\n")
     assert main(["ablate", "--data-dir", str(tmp_path / "absent"), "--results", str(tmp_path / "mixed.jsonl"),
                  "--out", str(tmp_path / "t.md")]) == 2
     assert capsys.readouterr().err.strip() == (

@@ -2,13 +2,14 @@
 
 import cmath
 import math
+import re
 
 import numpy as np
 import pytest
 import torch
 
 import complexorder as co
-from complexorder.embeddings import sinusoidal_position_encoding
+from complexorder.embeddings import ComplexOrderEmbedding, sinusoidal_position_encoding
 
 D64 = torch.float64
 
@@ -638,3 +639,36 @@ def test_extra_repr_shows_a_non_default_amplitude_init():
     assert "amplitude_init='ones'" in repr(co.ComplexVanillaEmbedding(5, 4, amplitude_init="ones"))
     assert "amplitude_init" not in repr(co.ComplexOrderEmbedding(5, 4))
     assert "amplitude_init" not in repr(co.ComplexOrderEmbedding.from_pretrained(torch.randn(5, 4)))
+
+
+def test_frequency_jitter_multiplies_each_initial_frequency_by_one_plus_s_times_a_normal_draw():
+    """Stop 74: ``frequency_jitter = s`` sets w_{j,d} = w_d (1 + s eps_{j,d}) after the sinusoidal start, eps drawn
+    from torch's generator after the amplitudes; the padding row stays 0; reset_parameters draws anew."""
+    torch.manual_seed(0)
+    emb = ComplexOrderEmbedding(7, 6, padding_idx=0, frequency_jitter=0.1)
+    torch.manual_seed(0)
+    torch.randn(7, 6)  # the amplitudes' draw
+    eps = torch.randn(7, 6)
+    d = torch.arange(6, dtype=torch.float64)
+    by_hand = (10000.0 ** (-2 * d / 12)).float() * (1 + 0.1 * eps)  # paper Eq. 7's w_d, perturbed
+    assert torch.equal(emb.frequency[1:], by_hand[1:])
+    assert torch.equal(emb.frequency[0], torch.zeros(6))
+    assert len({tuple(row) for row in emb.frequency[1:].tolist()}) == 6  # every word its own spectrum
+    before = emb.frequency.detach().clone()
+    emb.reset_parameters()
+    assert not torch.equal(emb.frequency, before) and torch.equal(emb.frequency[0], torch.zeros(6))
+    plain = ComplexOrderEmbedding(7, 6, padding_idx=0)  # no jitter: the sinusoidal start itself
+    assert torch.equal(plain.frequency[1:], (10000.0 ** (-2 * d / 12)).float().expand(6, 6))
+    assert "frequency_jitter=0.1" in repr(emb) and "jitter" not in repr(plain)
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True, "0.1"])
+def test_frequency_jitter_must_be_a_finite_number_at_least_zero(bad):
+    with pytest.raises(ValueError, match=re.escape(f"frequency_jitter must be a finite number >= 0 (the standard "
+                                                   f"deviation of the relative perturbation of the initial "
+                                                   f"frequencies), got {bad!r}") + "$"):
+        ComplexOrderEmbedding(7, 6, frequency_jitter=bad)
+    with pytest.raises(ValueError, match=r"^frequency_jitter multiplies the initial frequencies by \(1 \+ jitter \* "
+                                         r"N\(0, 1\)\): with frequency_init = 'zeros' it changes nothing; drop one of "
+                                         r"them$"):
+        ComplexOrderEmbedding(7, 6, frequency_init="zeros", frequency_jitter=0.1)

@@ -485,6 +485,13 @@ class ComplexOrderEmbedding(nn.Module):
             its amplitude alone; with shared amplitudes that loses (word-sharing) or reduces to a
             scale (dimension-sharing) the first word's identity -- starting at 1 avoids it.
             Explicit ``positions`` passed to :meth:`forward` are used as given.
+        frequency_jitter: the standard deviation ``s`` of a relative perturbation of the initial frequencies:
+            after ``frequency_init``, each entry of the frequency table is multiplied by ``1 + s * eps``,
+            ``eps ~ N(0, 1)`` drawn per entry from torch's global generator (0, the default: none; not in the
+            paper). The sinusoidal start gives every word the same frequencies, so under word-sharing amplitudes
+            every word is the same wave at the start; a small jitter makes the words distinct from the first
+            step while keeping each dimension's scale (``"uniform"`` makes them distinct with fast, random
+            frequencies instead). The padding row stays 0.
         phase_dropout: in training mode, inverted dropout on the phases ``w * pos + theta`` before the
             ``cos``/``sin`` (0, the default: none; not in the paper). Each phase is set to 0 with this
             probability (the value becomes the real amplitude ``r``) and the others are scaled by
@@ -521,7 +528,8 @@ class ComplexOrderEmbedding(nn.Module):
                  frequency_sharing: str | None = None, amplitude_sharing: str | None = None,
                  initial_phase: bool = False, frequency_init: str | float | Tensor = "sinusoidal",
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, fused: bool = True,
-                 first_position: int = 0, phase_dropout: float = 0.0, device=None, dtype=None) -> None:
+                 first_position: int = 0, phase_dropout: float = 0.0, frequency_jitter: float = 0.0, device=None,
+                 dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
@@ -546,6 +554,15 @@ class ComplexOrderEmbedding(nn.Module):
                                  "with frequency_sharing='word'")
         if isinstance(amplitude_init, str):
             _check_choice("amplitude_init", amplitude_init, ("normal", "ones"))
+        if isinstance(frequency_jitter, bool) or not isinstance(frequency_jitter, (int, float)) or \
+                not math.isfinite(frequency_jitter) or frequency_jitter < 0:
+            raise ValueError(f"frequency_jitter must be a finite number >= 0 (the standard deviation of the relative "
+                             f"perturbation of the initial frequencies), got {frequency_jitter!r}")
+        if frequency_jitter and (frequency_init == "zeros" or (isinstance(frequency_init, (int, float))
+                                                               and frequency_init == 0)):
+            raise ValueError("frequency_jitter multiplies the initial frequencies by (1 + jitter * N(0, 1)): with "
+                             "frequency_init = 'zeros' it changes nothing; drop one of them")
+        self.frequency_jitter = float(frequency_jitter)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _normalise_padding_idx(padding_idx, num_embeddings)
@@ -614,6 +631,8 @@ class ComplexOrderEmbedding(nn.Module):
             nn.init.normal_(self.frequency)
         else:
             self.frequency.zero_()
+        if self.frequency_jitter:  # every entry its own relative perturbation: words distinct from the first step
+            self.frequency.mul_(1.0 + self.frequency_jitter * torch.randn_like(self.frequency))
         if self.initial_phase is not None:
             nn.init.uniform_(self.initial_phase, -math.pi, math.pi)
         if self.padding_idx is not None:
@@ -664,6 +683,8 @@ class ComplexOrderEmbedding(nn.Module):
             s += f", first_position={self.first_position}"
         if self.phase_dropout:
             s += f", phase_dropout={self.phase_dropout}"
+        if self.frequency_jitter:
+            s += f", frequency_jitter={self.frequency_jitter}"
         return s
 
 
@@ -680,6 +701,13 @@ class ComplexVanillaEmbedding(nn.Module):
             exactly zero and their rows get no gradient.
         amplitude_init: ``"normal"``, ``"ones"`` or a ``[V, D]`` tensor (e.g. word vectors).
         sparse: sparse gradients for both tables (see :meth:`sparse_parameters`).
+        frequency_jitter: the standard deviation ``s`` of a relative perturbation of the initial frequencies:
+            after ``frequency_init``, each entry of the frequency table is multiplied by ``1 + s * eps``,
+            ``eps ~ N(0, 1)`` drawn per entry from torch's global generator (0, the default: none; not in the
+            paper). The sinusoidal start gives every word the same frequencies, so under word-sharing amplitudes
+            every word is the same wave at the start; a small jitter makes the words distinct from the first
+            step while keeping each dimension's scale (``"uniform"`` makes them distinct with fast, random
+            frequencies instead). The padding row stays 0.
         phase_dropout: in training mode, inverted dropout on the phases ``theta`` (0, the default: none),
             as :class:`ComplexOrderEmbedding`'s.
 
@@ -794,7 +822,7 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
         allowed |= {"phase_dropout"}
     if name == "complex-order":
         allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
-                    "first_position"}
+                    "first_position", "frequency_jitter"}
     if name == "tpe":
         allowed |= {"position_scale"}
     unknown = sorted(set(options) - allowed)
