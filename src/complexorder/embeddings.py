@@ -701,13 +701,6 @@ class ComplexVanillaEmbedding(nn.Module):
             exactly zero and their rows get no gradient.
         amplitude_init: ``"normal"``, ``"ones"`` or a ``[V, D]`` tensor (e.g. word vectors).
         sparse: sparse gradients for both tables (see :meth:`sparse_parameters`).
-        frequency_jitter: the standard deviation ``s`` of a relative perturbation of the initial frequencies:
-            after ``frequency_init``, each entry of the frequency table is multiplied by ``1 + s * eps``,
-            ``eps ~ N(0, 1)`` drawn per entry from torch's global generator (0, the default: none; not in the
-            paper). The sinusoidal start gives every word the same frequencies, so under word-sharing amplitudes
-            every word is the same wave at the start; a small jitter makes the words distinct from the first
-            step while keeping each dimension's scale (``"uniform"`` makes them distinct with fast, random
-            frequencies instead). The padding row stays 0.
         phase_dropout: in training mode, inverted dropout on the phases ``theta`` (0, the default: none),
             as :class:`ComplexOrderEmbedding`'s.
 
