@@ -22,10 +22,13 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     """``"a,b"`` -> ``["a", "b"]``, each checked against ``valid``.
 
     Names that themselves hold commas (ablation labels such as ``"word-sharing period, shared W"``) are
-    separated with semicolons instead: when ``text`` holds a ``;``, it is split on ``;`` only.
+    separated with semicolons instead: when ``text`` holds a ``;``, it is split on ``;`` only. One such name
+    alone is taken whole (``--embeddings "word-sharing period, shared W"``).
     """
     if text is None:
         return None
+    if text.strip() in valid:  # one name holding commas: it was split at them ("unknown name 'shared W'")
+        return [text.strip()]
     names = [n.strip() for n in text.split(";" if ";" in text else ",") if n.strip()]
     if any("," in v for v in valid):  # labels holding commas: quoted, and the separator said
         listed = "; ".join(repr(v) for v in valid) + " (separate names holding a comma with ';')"
@@ -121,7 +124,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
     p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
     p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
-    p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma); a name that is a label selects that row only, an embedding name every row built on it")
+    p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma; one such label alone may be given as it is); a name that is a label selects that row only, an embedding name every row built on it")
     p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
     p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
