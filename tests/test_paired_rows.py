@@ -38,11 +38,11 @@ def test_rows_match_scipy_on_hand_made_results(tmp_path, capsys):
 
 
 def test_cpu_keeps_only_one_machine_kind_and_the_same_unit_of_another_kind_is_not_paired(tmp_path, capsys):
-    # the same unit (complex-order, seed-1..3) run on two machine kinds: --cpu pairs only within the chosen one
-    _write(tmp_path / "amd.jsonl", [("lstm", "complex-order", f"seed-{i}", a) for i, a in enumerate([0.9, 0.9, 0.9])],
+    # the same unit (complex-order, fold-0..2) run on two machine kinds: --cpu pairs only within the chosen one
+    _write(tmp_path / "amd.jsonl", [("lstm", "complex-order", f"fold-{i}", a) for i, a in enumerate([0.9, 0.9, 0.9])],
            cpu="AMD EPYC 7B13")
-    _write(tmp_path / "intel.jsonl", [("lstm", "complex-order", f"seed-{i}", a) for i, a in enumerate([0.7, 0.8, 0.75])]
-           + [("lstm", "none", f"seed-{i}", a) for i, a in enumerate([0.6, 0.7, 0.7])], cpu="Intel(R) Xeon(R)")
+    _write(tmp_path / "intel.jsonl", [("lstm", "complex-order", f"fold-{i}", a) for i, a in enumerate([0.7, 0.8, 0.75])]
+           + [("lstm", "none", f"fold-{i}", a) for i, a in enumerate([0.6, 0.7, 0.7])], cpu="Intel(R) Xeon(R)")
     files = [str(tmp_path / "intel.jsonl"), str(tmp_path / "amd.jsonl")]
     assert _script().main(["--results", *files, "--model", "lstm", "--row", "none", "--cpu", "intel"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| MR |")]
