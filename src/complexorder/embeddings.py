@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .nn.functional import check_flags
+from .nn.functional import as_integer, check_flags
 from .nn.wave import (complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding,
                       complex_vanilla_embedding_reference)
 
@@ -126,12 +126,7 @@ def check_phase_dropout(phase_dropout: float, name: str = "phase_dropout") -> fl
 
 def _check_sizes(num_embeddings: int, embedding_dim: int) -> None:
     """Positive integers (NumPy's and torch's integer scalars too, as ``operator.index`` takes them)."""
-    def positive(n) -> bool:
-        try:
-            return not isinstance(n, bool) and operator.index(n) > 0
-        except TypeError:
-            return False
-    if not (positive(num_embeddings) and positive(embedding_dim)):
+    if not all((as_integer(n) or 0) > 0 for n in (num_embeddings, embedding_dim)):
         raise ValueError(f"num_embeddings and embedding_dim must be positive integers, got {num_embeddings!r} "
                          f"and {embedding_dim!r}")
 
@@ -357,12 +352,9 @@ class LearnedPositionalEmbedding(WordEmbedding):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, max_positions: int = 512,
                  padding_idx: int | None = None, sparse: bool = False, device=None, dtype=None) -> None:
-        if isinstance(max_positions, bool) or not hasattr(type(max_positions), "__index__"):  # not 2.5, "8", True
+        if (as_integer(max_positions) or 0) <= 0:  # not 2.5, "8", True; any integer type, stored as an int
             raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
-        max_positions = operator.index(max_positions)  # an int, numpy's too
-        if max_positions <= 0:
-            raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
-        self.max_positions = max_positions
+        self.max_positions = max_positions = as_integer(max_positions)
         super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx, sparse=sparse,
                          device=device, dtype=dtype)
         self.position_weight = nn.Parameter(torch.empty(max_positions, embedding_dim, device=device, dtype=dtype))

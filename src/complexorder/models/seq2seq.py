@@ -156,12 +156,12 @@ def _check_cache(cache: dict, position: int, memory: Tensor) -> None:
     if position != cache["position"] + 1:
         raise ValueError(f"position {position} does not follow the cache, whose last step was at position "
                          f"{cache['position']}: pass position {cache['position'] + 1}, or a new {{}} cache to start over")
-    layer = cache.get("layer0", {})
-    keys = layer.get("self", {}).get("k") if isinstance(layer, dict) else None
+    layer = cache.get("layer0", {})  # decode_step's own dicts: the first layer's cached keys tell the sizes
+    keys = layer.get("self", {}).get("k")
     if isinstance(keys, Tensor) and keys.shape[0] != memory.shape[0]:
         raise ValueError(f"the cache holds {keys.shape[0]} sentence(s) but memory holds {memory.shape[0]}: after "
                          f"selecting beams, apply reorder_cache to the cache with the same index")
-    cross = layer.get("cross", {}).get("k") if isinstance(layer, dict) else None
+    cross = layer.get("cross", {}).get("k")
     if isinstance(cross, Tensor) and cross.shape[2] != memory.shape[1]:
         raise ValueError(f"memory has {memory.shape[1]} source positions but the cache was filled from a memory of "
                          f"{cross.shape[2]}: the source keys are computed at the first step; start a new {{}} cache "

@@ -111,7 +111,7 @@ class TransformerClassifier(nn.Module):
             "TransformerClassifier", dropout, num_classes=num_classes, nhead=nhead, dim_feedforward=dim_feedforward,
             num_layers=num_layers)
         if fixed_length is not None:
-            if as_integer(fixed_length) is None or as_integer(fixed_length) < 1:
+            if (as_integer(fixed_length) or 0) < 1:
                 raise ValueError(f"fixed_length must be None or a positive integer, got {fixed_length!r}")
             fixed_length = as_integer(fixed_length)
             if getattr(embedding, "padding_idx", None) is not None:
