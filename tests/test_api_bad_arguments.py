@@ -56,6 +56,23 @@ def test_seq2seq_pad_id_must_be_a_token_id():
         TransformerSeq2Seq(Seq2SeqConfig("vanilla", d_model=8, nhead=0), 20, 20)
 
 
+def test_seq2seq_takes_numpy_integer_vocabulary_sizes_and_pad_id_as_ints():
+    """Stop 75: np.int64 vocabulary sizes (len of a NumPy vocabulary, a size from np.random.choice) were refused
+    ("src_vocab_size must be a positive integer, got np.int64(20)") while the classifiers take them; they are now
+    taken and stored as ints, and bools, floats and strings are still refused."""
+    import numpy as np
+
+    cfg = Seq2SeqConfig("complex-order", d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                        dim_feedforward=16, share_embeddings=False)
+    model = TransformerSeq2Seq(cfg, np.int64(20), np.int32(24), pad_id=np.int64(1))
+    assert type(model.pad_id) is int and model.pad_id == 1
+    assert model.src_embedding.num_embeddings == 20 and model.output.out_features == 24
+    assert model.src_embedding.padding_idx == 1
+    for bad in (20.0, "20", True):
+        with pytest.raises(ValueError, match=exactly(f"src_vocab_size must be a positive integer, got {bad!r}")):
+            TransformerSeq2Seq(cfg, bad, 24)
+
+
 @pytest.mark.parametrize("variant", ["vanilla", "complex-order"])
 def test_seq2seq_decoding_checks_the_position_and_the_memory_batch(variant):
     """A NaN position gave NaN logits (vanilla); a memory of batch 1 was broadcast to every sentence (complex)."""

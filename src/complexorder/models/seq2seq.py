@@ -45,6 +45,7 @@ from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
+from ..nn.functional import as_integer
 
 __all__ = ["READOUTS", "VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
 
@@ -240,8 +241,9 @@ class TransformerSeq2Seq(nn.Module):
             raise TypeError(f"config must be a Seq2SeqConfig, got {type(config).__name__}")
         check_fields(config, "model")  # types first: tie_output="no" tied the output, nhead=True built one head
         for name, size in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
-            if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            if as_integer(size) is None or size <= 0:  # NumPy integers are taken (and stored as ints)
                 raise ValueError(f"{name} must be a positive integer, got {size!r}")
+        src_vocab_size, tgt_vocab_size = as_integer(src_vocab_size), as_integer(tgt_vocab_size)
         if config.variant not in VARIANTS:
             raise ValueError(f"model.variant must be one of {', '.join(VARIANTS)}; got {config.variant!r}")
         if config.share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -264,10 +266,11 @@ class TransformerSeq2Seq(nn.Module):
                 raise ValueError(f"model.{key} must be a positive integer, got {getattr(config, key)}")
         check_number("model.dropout", config.dropout, low=0.0, high=1.0, high_open=True)
         smallest = min(src_vocab_size, tgt_vocab_size)
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < smallest:
+        if as_integer(pad_id) is None or not 0 <= pad_id < smallest:
             # a negative id would embed as row V + pad_id but never be masked (src == pad_id compares the raw id)
             raise ValueError(f"pad_id must be a token id in [0, {smallest}) (the padding token of both "
                              f"vocabularies), got {pad_id!r}")
+        pad_id = as_integer(pad_id)
         if config.share_weights and not self.is_complex:
             raise ValueError("share_weights applies to the complex network only (complex variants, network 'complex')")
         if config.attention_score != "modulus" and not self.is_complex:
