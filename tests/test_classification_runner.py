@@ -700,6 +700,20 @@ def test_variant_options_the_runner_sets_are_refused(tmp_path):
             plan_units(tiny_grid(tmp_path / key, variants=variants))
 
 
+def test_a_variant_that_cannot_take_the_word_vectors_is_refused_before_any_unit_trains(tmp_path):
+    """Stop 75: a shared-amplitude variant on FastText/CNN/LSTM with pretrained = true (table2's default) stopped the
+    grid only when it reached that unit, after the earlier units had trained, with an error about amplitude_init."""
+    variants = [Variant("pe", "pe"), Variant("shared", "complex-order", {"amplitude_sharing": "word"})]
+    with pytest.raises(ValueError, match=re.escape(
+            "variant 'shared' cannot start from the word vectors that [fasttext] pretrained = true gives it "
+            "(amplitude_init must be a real tensor of shape (1, 4) (num_embeddings, embedding_dim), got (4, 4)); set "
+            "pretrained = false in [fasttext], or run the variant on models without vectors") + "$"):
+        plan_units(tiny_grid(tmp_path / "a", models=["fasttext", "transformer"], variants=variants))
+    # without vectors, or on the Transformer (pretrained = false), the row runs from its own start
+    assert plan_units(tiny_grid(tmp_path / "b", models=["fasttext"], variants=variants, vectors=None))
+    assert plan_units(tiny_grid(tmp_path / "c", models=["transformer"], variants=variants))
+
+
 def test_bad_vectors_format_and_variant_options_fail_at_validation(tmp_path):
     with pytest.raises(ValueError, match=r"vectors_format must be one of auto, word2vec-binary, word2vec-text, "
                                          r"glove, got 'glov'"):

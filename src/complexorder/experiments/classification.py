@@ -284,6 +284,14 @@ class GridConfig:
                     build_embedding(v.embedding, 4, 4, padding_idx=0, **v.options)
                 except (TypeError, ValueError) as err:
                     raise ValueError(f"variant {v.label!r}: {err}") from None
+                starts = [m for m in self.models if getattr(self, m).pretrained] if self.vectors else []
+                if starts:  # e.g. a shared amplitude has no per-word row to take a word's vector: refused only when
+                    try:    # the grid reached that unit, after the earlier units had trained
+                        build_embedding(v.embedding, 4, 4, padding_idx=0, pretrained=torch.ones(4, 4), **v.options)
+                    except (TypeError, ValueError) as err:
+                        raise ValueError(f"variant {v.label!r} cannot start from the word vectors that [{starts[0]}] "
+                                         f"pretrained = true gives it ({err}); set pretrained = false in "
+                                         f"[{starts[0]}], or run the variant on models without vectors") from None
         labels = [v.label for v in self.resolved_variants()]
         if any(not label.strip() for label in labels):  # refused by the table renderer only after training
             raise ValueError("variants: a label is empty; give every row a name")
