@@ -898,6 +898,14 @@ def test_vectors_read_in_the_wrong_format_say_which_format_the_file_looks_like(t
     with pytest.raises(ValueError, match=r"not valid glove vectors: its first line is not '<word> <v1> <v2> \.\.\.'; "
                                          r"it looks like word2vec-text"):
         vectors_dimension(vectors, "glove")
+    # stop 75: a text file read as word2vec-binary loaded without a word (words '010', '5', vectors near 1e-11)
+    with pytest.raises(ValueError, match=re.escape(f"vectors file {vectors} is not valid word2vec-binary vectors: its "
+                                                   f"vector rows are text; it looks like word2vec-text: pass "
+                                                   f"--vectors-format word2vec-text (or auto)") + "$"):
+        load_word_vectors(vectors, "word2vec-binary")
+    binary = tmp_path / "vec.bin"
+    load_word_vectors(vectors).save_word2vec_format(str(binary), binary=True)
+    assert load_word_vectors(binary, "word2vec-binary").vector_size == 8  # a binary file still loads
     glove = tmp_path / "glove.txt"
     glove.write_text("".join(line + "\n" for line in vectors.read_text().splitlines()[1:]))
     assert vectors_dimension(glove) == 8

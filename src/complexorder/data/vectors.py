@@ -298,6 +298,10 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         raise FileNotFoundError(f"vectors file {path} does not exist; create one with `complexorder vectors train`")
     if fmt == "auto":
         fmt = _sniff_format(path)
+    elif fmt == "word2vec-binary" and _format_hint(path, fmt).startswith("; it looks like word2vec-text"):
+        # gensim reads a text file as binary without a word: the digits' bytes become floats near 1e-11
+        raise ValueError(f"vectors file {path} is not valid {fmt} vectors: its vector rows are text"
+                         f"{_format_hint(path, fmt)}")
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=fmt == "word2vec-binary", no_header=fmt == "glove",
                                                unicode_errors="replace")
