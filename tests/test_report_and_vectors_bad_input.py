@@ -3,6 +3,7 @@ naming the file and line (or the option) and the expected form, or a reported sk
 message naming nothing, or a record dropped silently."""
 
 import json
+import os
 
 import pytest
 
@@ -150,6 +151,8 @@ def corpus_reads(monkeypatch):
     ("--seed", "-1", "--seed must be an integer in [0, 4294967295] (gensim's seed range), got -1"),
     ("--seed", str(2**32), "--seed must be an integer in [0, 4294967295] (gensim's seed range), got 4294967296"),
     ("--workers", "0", "--workers must be a positive integer (gensim threads), got 0"),
+    ("--workers", "100000", f"--workers: at most 1024 gensim threads, got 100000 (this machine has {os.cpu_count()} "
+                            "cores)"),  # stop 75: gensim's traceback "RuntimeError: can't start new thread"
 ])
 def test_vectors_train_checks_seed_and_workers_before_reading_the_corpus(tmp_path, capsys, corpus_reads, option,
                                                                          value, message):
@@ -159,6 +162,24 @@ def test_vectors_train_checks_seed_and_workers_before_reading_the_corpus(tmp_pat
                  option, value]) == 2
     assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
     assert corpus_reads == [] and not (tmp_path / "v.txt").exists()
+
+
+def test_vectors_train_names_dim_when_the_vectors_do_not_fit_in_memory(tmp_path, capsys, corpus_reads, monkeypatch):
+    """Stop 75: --dim 100000000 ended in NumPy's `Unable to allocate 758. GiB for an array with shape (2036,
+    100000000) ...`, naming no option. (gensim is replaced by its failure: a real allocation that size may be
+    granted by an overcommitting kernel and the process killed later.)"""
+    import gensim.models
+
+    def word2vec(**kwargs):
+        raise MemoryError(f"Unable to allocate 758. GiB for an array with shape (3, {kwargs['vector_size']}) and data "
+                          "type float32")
+
+    monkeypatch.setattr(gensim.models, "Word2Vec", word2vec)
+    assert main(["vectors", "train", "--data-dir", str(tmp_path), "--out", str(tmp_path / "v.txt"),
+                 "--dim", "100000000"]) == 2
+    assert capsys.readouterr().err.strip() == ("complexorder: error: --dim 100000000 (3 words): the model does not fit "
+                                               "in memory (one tensor of 758. GiB could not be allocated); lower --dim")
+    assert not (tmp_path / "v.txt").exists()
 
 
 def test_vectors_train_names_min_count_that_leaves_no_word(tmp_path, capsys, corpus_reads):

@@ -1220,3 +1220,129 @@ def test_an_interrupted_training_says_where_a_resume_starts_and_a_foreign_log_is
     with pytest.raises(ValueError, match=rf"^--run-dir {run_dir / 'log.jsonl'} is not a JSON-lines results file"):
         train_translation(config, run_dir, toy_data, progress=False, log=lambda m: None)
     assert (run_dir / "log.jsonl").read_text() == "my notes\n"
+
+
+# ---------------------------------------------------------------------------------------- stop 75 audit
+
+
+def exactly(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+def test_a_byte_order_mark_is_not_read_into_the_first_sentence(trained, tmp_path, monkeypatch, capsys):
+    """Stop 75: read_lines kept a UTF-8 byte-order mark, so the first sentence of a file saved by a Windows editor was
+    '\\ufeffA man walks .' (in training pairs, references and `translate run` input, from a file or standard input)."""
+    from complexorder.data.multi30k import decode_lines
+
+    bom = b"\xef\xbb\xbf"
+    assert read_lines(write(tmp_path / "in_bom.txt", bom + b"A man walks .\n\nA dog .\n")) == [
+        "A man walks .", "", "A dog ."]
+    assert decode_lines(bom + b"one two\n", "<stdin>") == ["one two"]
+    assert read_lines(write(tmp_path / "inside.txt", b"A\n" + bom + b"B\n")) == ["A", "\ufeffB"]  # not a file's start
+    pairs = read_parallel(write(tmp_path / "p.en", bom + b"one two\nthree\n"),
+                          write(tmp_path / "p.de", bom + b"eins zwei\ndrei\n"))
+    assert pairs == [("one two", "eins zwei"), ("three", "drei")]
+    # translate run: the same translation (and no <unk> note) with or without the mark, from a file or standard input
+    ck = str(trained[0] / "last.pt")
+    outputs = []
+    for data in (b"one two\nfive three six\n", bom + b"one two\nfive three six\n"):
+        assert main(["translate", "run", "--checkpoint", ck, "--input", str(write(tmp_path / "in.txt", data))]) == 0
+        outputs.append(capsys.readouterr())
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        assert main(["translate", "run", "--checkpoint", ck]) == 0
+        outputs.append(capsys.readouterr())
+    assert all(o == outputs[0] for o in outputs) and "<unk>" not in outputs[0].err
+
+
+def test_average_never_writes_over_a_log_a_results_file_or_a_split_file(trained, toy_data, tmp_path, capsys):
+    """Stop 75: `translate average --output` replaced a training log, a results file or a Multi30k split with a torch
+    zip file, without a word (an existing checkpoint may still be replaced, and an empty file)."""
+    import shutil
+
+    run_dir = trained[0]
+    epochs = [str(p) for p in sorted(run_dir.glob("epoch*.pt"))]
+    log = shutil.copy(run_dir / "log.jsonl", tmp_path / "log.jsonl")
+    split = shutil.copy(toy_data / "translation/multi30k/val.de", tmp_path / "val.de")
+    before = {p: Path(p).read_bytes() for p in (log, split, *epochs)}
+    cases = [(log, f"--output {log} is a JSON-lines file (results or a training log); writing the averaged "
+                   "checkpoint over it would destroy it — choose another file"),
+             (split, f"--output {split} is not a checkpoint (its first bytes are not torch.save's zip or pickle); "
+                     "writing the averaged checkpoint over it would destroy it — choose another file"),
+             (epochs[-1], f"--output {epochs[-1]} is one of the checkpoints to average ({epochs[-1]}), which this "
+                          "command reads; writing it would destroy it — choose another file")]
+    for output, message in cases:
+        assert main(["translate", "average", *epochs, "--output", str(output)]) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
+    with pytest.raises(ValueError, match=exactly(cases[1][1])):
+        average_checkpoints(epochs, split)
+    assert all(Path(p).read_bytes() == b for p, b in before.items())
+    for name, old in (("old-average.pt", Path(epochs[0]).read_bytes()), ("empty.pt", b"")):
+        output = write(tmp_path / name, old)  # an existing (averaged) checkpoint, or an empty file, is replaced
+        assert main(["translate", "average", *epochs, "--output", str(output)]) == 0
+        assert load_checkpoint(output, "translation")["averaged_from"] == epochs
+    capsys.readouterr()
+
+
+def test_average_of_other_configs_names_both_checkpoints_and_both_values(trained, tmp_path, capsys):
+    """Stop 75: the error said `train.batch_size: 8 in the checkpoint, 1 asked`: nothing was asked, and which
+    checkpoint held which value was not said."""
+    run_dir = trained[0]
+    first = run_dir / "last.pt"
+    last = load_checkpoint(first, "translation")
+    other = tmp_path / "other.pt"
+    config = {**last["config"], "train": {**last["config"]["train"], "batch_size": 1}}
+    extra = {k: v for k, v in last.items() if k not in ("kind", "model_state", "config", "format", "version")}
+    save_checkpoint(other, "translation", last["model_state"], config, **extra)
+    message = f"cannot average {first} and {other}: different configs (train.batch_size: 8 in {first}, 1 in {other})"
+    with pytest.raises(ValueError, match=exactly(message)):
+        average_checkpoints([first, other], tmp_path / "avg.pt")
+    assert main(["translate", "average", str(first), str(other), "--output", str(tmp_path / "avg.pt")]) == 2
+    assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
+    assert not (tmp_path / "avg.pt").exists()
+
+
+def test_a_beam_wider_than_the_target_vocabulary_is_refused_before_decoding(trained, toy_data, tmp_path, monkeypatch,
+                                                                           capsys):
+    """Stop 75: `--beam-size 100000` was accepted and decoding ran out of time and memory (the source is copied once
+    per beam)."""
+    from complexorder.experiments import translation as T
+
+    for tie_output in (False, True):
+        with pytest.raises(ValueError, match=exactly(f"beam_size must be at most the target vocabulary size, {V}, "
+                                                     f"got {V + 1}")):
+            beam_search(tiny("vanilla", tie_output=tie_output), sources(), beam_size=V + 1)
+    assert len(beam_search(tiny("vanilla"), sources(), beam_size=V, max_len_a=0.0, max_len_b=2)) == 3
+    run_dir = trained[0]
+    ck = run_dir / "last.pt"
+    vocab = load_checkpoint(ck, "translation")["vocab_size"]
+    text = write(tmp_path / "in.txt", "one two\n")
+    assert main(["translate", "run", "--checkpoint", str(ck), "--input", str(text), "--beam-size", str(vocab)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(T, "translate_sentences", lambda *a, **k: pytest.fail("decoding started"))
+    for argv in (["translate", "run", "--checkpoint", str(ck), "--input", str(text)],
+                 ["translate", "eval", "--checkpoint", str(ck), "--data-dir", str(toy_data), "--no-progress"]):
+        assert main([*argv, "--beam-size", "100000"]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"complexorder: error: --beam-size must be at most the checkpoint's target vocabulary size, {vocab}, "
+            "got 100000")
+    # a checkpoint's own decode.beam_size (a config edited by hand) is named as such
+    payload = torch.load(ck, weights_only=True)
+    wide = tmp_path / "wide.pt"
+    torch.save({**payload, "config": {**payload["config"], "decode": {**payload["config"]["decode"],
+                                                                      "beam_size": vocab + 1}}}, wide)
+    assert main(["translate", "run", "--checkpoint", str(wide), "--input", str(text)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"complexorder: error: the checkpoint's decode.beam_size must be at most the checkpoint's target vocabulary "
+        f"size, {vocab}, got {vocab + 1}")
+
+
+def test_decoding_sizes_below_one_name_the_option_and_its_value(trained, toy_data, tmp_path, capsys):
+    """Stop 75: `--beam-size 0` said `--beam-size and --batch-size must be at least 1`, naming neither the one that
+    was wrong nor its value."""
+    ck = str(trained[0] / "last.pt")
+    text = str(write(tmp_path / "in.txt", "one two\n"))
+    for argv in (["translate", "eval", "--checkpoint", ck, "--data-dir", str(toy_data), "--no-progress"],
+                 ["translate", "run", "--checkpoint", ck, "--input", text]):
+        for option, value in (("--beam-size", "0"), ("--batch-size", "-3"), ("--batch-size", "0")):
+            assert main([*argv, option, value]) == 2
+            assert capsys.readouterr().err.strip() == f"complexorder: error: {option} must be at least 1, got {value}"

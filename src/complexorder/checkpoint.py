@@ -126,22 +126,28 @@ def check_writable(path: str | Path, option: str, *, directory: bool = False,
                              "choose another file")
 
 
-def check_text_output(path: str | Path, option: str) -> None:
+def is_torch_file(path: str | Path) -> bool:
+    """Whether the file ``path`` starts as ``torch.save`` writes: a zip file, or a pickle (older PyTorch)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return head == b"PK\x03\x04" or head[:1] == b"\x80"
+
+
+def check_text_output(path: str | Path, option: str, writing: str = "text") -> None:
     """Before a command writes plain text (translations) to ``path``: refuse an existing file that is a checkpoint
     or a JSON-lines file (results, a training log), which the text would destroy — a run's ``last.pt`` could then no
-    longer be resumed. Other existing files are replaced, as output files are."""
+    longer be resumed. Other existing files are replaced, as output files are. ``writing`` names what the command
+    writes, in the message."""
     path = Path(path)
     if _is_special(path) or not path.is_file():
         return
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head == b"PK\x03\x04" or head[:1] == b"\x80":  # torch.save's zip, or a pickle
+    if is_torch_file(path):
         what = "a checkpoint or another binary file (torch.save's zip, or a pickle)"
     elif _is_json_object(_first_nonblank_line(path)):  # (a translation may start with "{": no cut record guessed)
         what = "a JSON-lines file (results or a training log)"
     else:
         return
-    raise ValueError(f"{option} {path} is {what}; writing text over it would destroy it — choose another file")
+    raise ValueError(f"{option} {path} is {what}; writing {writing} over it would destroy it — choose another file")
 
 
 def check_results_file(path: str | Path, option: str, *, read_first: bool = False) -> None:

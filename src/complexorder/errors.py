@@ -28,7 +28,8 @@ def out_of_memory_message(exc: BaseException) -> str:
     found = re.search(r"(?:tried to allocate|allocate) (\d+) bytes", str(exc))
     if found:
         return f"one tensor of {_size(int(found.group(1)))} could not be allocated"
-    found = re.search(r"[Tt]ried to allocate ([\d.]+ [KMGT]?i?B)", str(exc))  # CUDA: "Tried to allocate 2.00 GiB"
+    # CUDA: "Tried to allocate 2.00 GiB"; NumPy: "Unable to allocate 758. GiB for an array with shape ..."
+    found = re.search(r"(?:[Tt]ried|Unable) to allocate ([\d.]+ [KMGTP]?i?B)", str(exc))
     if found:
         return f"one tensor of {found.group(1)} could not be allocated"
     return "the allocator ran out of memory"
@@ -42,13 +43,13 @@ def _size(n: int) -> str:
 
 
 @contextlib.contextmanager
-def naming_out_of_memory(what: str):
+def naming_out_of_memory(what: str, advice: str = "lower these sizes in the config"):
     """Turn a failed allocation inside the block into a one-line ``MemoryError`` naming ``what`` (the settings
-    that sized it: ``"[transformer] embedding_dim = 2560000 (vocabulary 5,123 words)"``)."""
+    that sized it: ``"[transformer] embedding_dim = 2560000 (vocabulary 5,123 words)"``) and ``advice``."""
     try:
         yield
     except (RuntimeError, MemoryError) as exc:
         if not is_out_of_memory(exc):
             raise
         raise MemoryError(f"{what}: the model does not fit in memory ({out_of_memory_message(exc)}); "
-                          "lower these sizes in the config") from None
+                          f"{advice}") from None

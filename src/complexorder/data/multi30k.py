@@ -75,7 +75,9 @@ def split_files(data_dir: str | Path | None, split: str, src_lang: str = "en", t
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file, split on ``\\n`` only, stripped (``\\r`` included); a final newline adds no line."""
+    """Lines of a UTF-8 text file, split on ``\\n`` only, stripped (``\\r`` included); a final newline adds no line.
+
+    A UTF-8 byte-order mark at the start of the file is not part of its first sentence: it is dropped."""
     path = Path(path)
     return decode_lines(path.read_bytes(), str(path))
 
@@ -88,6 +90,7 @@ def decode_lines(data: bytes, name: str) -> list[str]:
         line = data[: exc.start].count(b"\n") + 1
         raise ValueError(f"{name}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
                          f"convert the file to UTF-8") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Windows editors write one) was read into line 1
     if "\n" not in text and "\r" in text.rstrip("\r"):  # its sentences would silently become one
         raise ValueError(f"{name}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
                          f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from ..checkpoint import check_writable
+from ..environment import MAX_THREADS
+from ..errors import naming_out_of_memory
 from .classification import load_dataset
 from .text import kim_tokenize, read_lines
 from .vocab import Vocabulary
@@ -99,6 +101,9 @@ def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda
             raise ValueError(f"{option(name)} must be a positive integer, got {value!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"{option('workers')} must be a positive integer (gensim threads), got {workers!r}")
+    if workers > MAX_THREADS:  # at 100,000 gensim failed with "RuntimeError: can't start new thread"
+        raise ValueError(f"{option('workers')}: at most {MAX_THREADS} gensim threads, got {workers} (this machine "
+                         f"has {os.cpu_count()} cores)")
     if isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
         raise ValueError(f"{option('seed')} must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (gensim's "
                          f"seed range), got {seed!r}")
@@ -120,13 +125,16 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
     check_word2vec_settings(dim, epochs, min_count, option, seed=seed, workers=workers)
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
-    most = max(collections.Counter(w for s in sentences for w in s).values(), default=0)
+    counts = collections.Counter(w for s in sentences for w in s)
+    most = max(counts.values(), default=0)
     if most < min_count:
         raise ValueError(f"{option('min_count')}={min_count} leaves no word: the most frequent word occurs {most} "
                          f"time(s)")
     logging.getLogger("gensim").setLevel(logging.WARNING)
-    model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
-                     negative=negative, epochs=epochs, seed=seed, workers=workers)
+    words = sum(1 for c in counts.values() if c >= min_count)
+    with naming_out_of_memory(f"{option('dim')} {dim} ({words:,} words)", f"lower {option('dim')}"):
+        model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count,  # was NumPy's
+                         sg=1, negative=negative, epochs=epochs, seed=seed, workers=workers)  # "Unable to allocate"
     out = Path(out)
     check_writable(out, "vectors file")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,8 @@ from sacrebleu.metrics import BLEU
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..checkpoint import append_jsonl, check_results_file, check_writable, drop_records_after, load_checkpoint, save_checkpoint
+from ..checkpoint import (append_jsonl, check_results_file, check_text_output, check_writable, drop_records_after,
+                          is_torch_file, load_checkpoint, save_checkpoint)
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
 from ..environment import resolve_device, rng_state, set_rng_state
@@ -243,16 +244,18 @@ def _validation_loss(model, examples, batch_size: int, label_smoothing: float) -
 RESUMABLE_CHANGES = ("train.max_steps", "train.max_epochs", "train.save_every_steps", "train.keep_last", "decode.")
 
 
-def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, ...] = ()) -> list[str]:
+def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, ...] = (),
+                        names: tuple[str, str] = ("in the checkpoint", "asked")) -> list[str]:
+    """``"key: A NAME_A, B NAME_B"`` for each setting that differs; ``names`` say where ``a`` and ``b`` come from."""
     diffs = []
     for key in sorted(set(a) | set(b)):
         x, y = a.get(key), b.get(key)
         if ignore and (prefix + key).startswith(ignore):
             continue
         if isinstance(x, dict) and isinstance(y, dict):
-            diffs += _config_differences(x, y, f"{prefix}{key}.", ignore)
+            diffs += _config_differences(x, y, f"{prefix}{key}.", ignore, names)
         elif x != y:
-            diffs.append(f"{prefix}{key}: {x!r} in the checkpoint, {y!r} asked")
+            diffs.append(f"{prefix}{key}: {x!r} {names[0]}, {y!r} {names[1]}")
     return diffs
 
 
@@ -552,9 +555,17 @@ def _same_tokenizer(a: dict, b: dict) -> bool:
 
 
 def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path:
-    """Average the weights of translation checkpoints of one run (same config) into ``output``."""
+    """Average the weights of translation checkpoints of one run (same config) into ``output``.
+
+    ``output`` may replace an existing checkpoint, but not a training run's resume checkpoint or a file that is not
+    a checkpoint (a JSON-lines log or results file, a text file such as a Multi30k split): a one-line error."""
     if not paths:
         raise ValueError("no checkpoints to average")
+    if Path(output).is_file() and Path(output).stat().st_size and not is_torch_file(output):
+        # a results file, a training log, a Multi30k split (an empty file loses nothing)
+        check_text_output(output, "--output", "the averaged checkpoint")  # names a JSON-lines file as run, eval do
+        raise ValueError(f"--output {output} is not a checkpoint (its first bytes are not torch.save's zip or pickle); "
+                         "writing the averaged checkpoint over it would destroy it — choose another file")
     if Path(output).is_file():
         try:
             existing = load_checkpoint(output, CHECKPOINT_KIND)
@@ -572,7 +583,8 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     sums = {k: v.double().clone() for k, v in first["model_state"].items()}
     for path in paths[1:]:
         ck = load_checkpoint(path, CHECKPOINT_KIND)
-        diffs = _config_differences(first_config, full_config(ck, path), ignore=RESUMABLE_CHANGES)
+        diffs = _config_differences(first_config, full_config(ck, path), ignore=RESUMABLE_CHANGES,
+                                    names=(f"in {paths[0]}", f"in {path}"))
         if diffs:
             raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({diffs[0]})")
         if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):
@@ -629,6 +641,14 @@ def greedy_search(model: TransformerSeq2Seq, src: Tensor, *, max_len_a: float = 
     return [_strip(row) for row in torch.stack(out, 1).tolist()]
 
 
+def _target_vocab_size(model: TransformerSeq2Seq) -> int | None:
+    """Entries of the model's output layer (``None`` for a model without one that can be read)."""
+    output, bias = getattr(model, "output", None), getattr(model, "output_bias", None)
+    if isinstance(output, torch.nn.Linear):
+        return output.out_features
+    return bias.numel() if isinstance(bias, Tensor) else None
+
+
 @torch.no_grad()
 def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, length_penalty: float = 1.0,
                 max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
@@ -641,6 +661,9 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    vocab_size = _target_vocab_size(model)
+    if vocab_size is not None and beam_size > vocab_size:  # (100000 ran out of memory: the source is copied per beam)
+        raise ValueError(f"beam_size must be at most the target vocabulary size, {vocab_size}, got {beam_size}")
     k = beam_size
     memory, src_pad = model.encode(src)
     n = src.shape[0]

@@ -87,11 +87,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser.set_defaults(func=run)
 
 
-def _decode_config(config, args):
+def _decode_config(config, args, vocab_size: int):
     changes = {k: v for k, v in (("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
                                  ("batch_size", args.batch_size)) if v is not None}
-    if changes.get("beam_size", 1) < 1 or changes.get("batch_size", 1) < 1:
-        raise ValueError("--beam-size and --batch-size must be at least 1")
+    for key in ("beam_size", "batch_size"):
+        if changes.get(key, 1) < 1:
+            raise ValueError(f"--{key.replace('_', '-')} must be at least 1, got {changes[key]}")
     from .translation import MAX_LENGTH_PENALTY, check_decode
 
     if not (math.isfinite(changes.get("length_penalty", 0.0))
@@ -101,6 +102,10 @@ def _decode_config(config, args):
 
     decode = dataclasses.replace(config.decode, **changes)
     check_decode(decode, where="the checkpoint's decode")  # a checkpoint saved before training checked them
+    if decode.beam_size > vocab_size:  # before any decoding (--beam-size 100000 ran out of memory)
+        option = "--beam-size" if "beam_size" in changes else "the checkpoint's decode.beam_size"
+        raise ValueError(f"{option} must be at most the checkpoint's target vocabulary size, {vocab_size}, "
+                         f"got {decode.beam_size}")
     return decode
 
 
@@ -187,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_ready(summary), sort_keys=True))
         return 0
     model, tokenizer, config = T.load_translator(args.checkpoint, resolve_device(args.device))
-    decode = _decode_config(config, args)
+    decode = _decode_config(config, args, tokenizer.vocab_size)
     if args.action == "eval" and args.hypotheses and (config.data.src_lang, config.data.tgt_lang) != ("en", "de"):
         from ..data.multi30k import split_files  # the model's own languages (checked above: en and de)
 
