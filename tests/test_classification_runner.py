@@ -719,9 +719,15 @@ def test_bad_vectors_format_and_variant_options_fail_at_validation(tmp_path):
                                          r"glove, got 'glov'"):
         plan_units(tiny_grid(tmp_path / "a", vectors_format="glov"))
     variants = [Variant("mine", "complex-order", {"frequency_sharng": "word"})]
-    with pytest.raises(ValueError, match=r"variant 'mine': option\(s\) frequency_sharng not accepted by embedding "
-                                         r"'complex-order'"):
+    with pytest.raises(ValueError, match=re.escape(
+            "variant 'mine': option(s) frequency_sharng not accepted by embedding 'complex-order'; accepted: "
+            "amplitude_sharing, first_position, frequency_init, frequency_jitter, frequency_sharing, fused, "
+            "initial_phase, phase_dropout") + "$"):
         plan_units(tiny_grid(tmp_path / "b", variants=variants))
+    # stop 75: the list offered sparse, device and dtype, which the runner sets and the next error refuses
+    with pytest.raises(ValueError, match=re.escape("variant 'mine': option(s) bogus not accepted by embedding 'pe'; it "
+                                                   "takes no options per variant") + "$"):
+        plan_units(tiny_grid(tmp_path / "c", variants=[Variant("mine", "pe", {"bogus": 1})]))
 
 
 def test_unwritable_outputs_are_named_before_any_training(tmp_path, monkeypatch):

@@ -45,6 +45,7 @@ __all__ = [
     "ComplexOrderEmbedding",
     "TokenIdError",
     "build_embedding",
+    "embedding_options",
     "complex_to_real",
     "sinusoidal_frequencies",
     "sinusoidal_position_encoding",
@@ -779,6 +780,20 @@ EMBEDDINGS: dict[str, type[nn.Module]] = {
 }
 
 
+def embedding_options(name: str) -> set[str]:
+    """The keyword options :func:`build_embedding` passes on to embedding ``name`` (besides its sizes, padding,
+    ``pretrained`` and ``max_positions``)."""
+    allowed = {"sparse", "device", "dtype"}
+    if name in ("complex-order", "complex-vanilla"):
+        allowed |= {"phase_dropout"}
+    if name == "complex-order":
+        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
+                    "first_position", "frequency_jitter"}
+    if name == "tpe":
+        allowed |= {"position_scale"}
+    return allowed
+
+
 def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
                     pretrained: Tensor | None = None, max_positions: int = 512, **options: Any) -> nn.Module:
     """Build an embedding of the family by name.
@@ -802,14 +817,7 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
         raise ValueError(f"unknown embedding {name!r}; valid names: {', '.join(EMBEDDINGS)}")
     if pretrained is not None:
         _check_matrix("pretrained", pretrained, (num_embeddings, embedding_dim))
-    allowed = {"sparse", "device", "dtype"}
-    if name in ("complex-order", "complex-vanilla"):
-        allowed |= {"phase_dropout"}
-    if name == "complex-order":
-        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
-                    "first_position", "frequency_jitter"}
-    if name == "tpe":
-        allowed |= {"position_scale"}
+    allowed = embedding_options(name)
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"option(s) {', '.join(unknown)} not accepted by embedding {name!r}; "

@@ -32,7 +32,7 @@ from ..data.paths import resolve_data_dir
 from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension, vectors_for_vocabulary,
                             vectors_provenance)
 from ..data.vocab import Vocabulary
-from ..embeddings import EMBEDDINGS, build_embedding
+from ..embeddings import EMBEDDINGS, build_embedding, embedding_options
 from ..environment import cpu_info, resolve_device
 from ..errors import naming_out_of_memory
 from ..models import CLASSIFIERS, build_classifier
@@ -272,14 +272,21 @@ class GridConfig:
                 if network == "real":
                     raise ValueError(f"{who} runs in network = 'real', whose real layers have no real/imaginary "
                                      "weights to share")
+        runner_owned = {"sparse", "device", "dtype", "padding_idx", "max_positions", "pretrained", "num_embeddings",
+                        "embedding_dim"}
         for v in self.resolved_variants():
             if v.options:  # a tiny table built now: a misspelt option fails before any training, not after
-                owned = sorted(set(v.options) & {"sparse", "device", "dtype", "padding_idx", "max_positions",
-                                                 "pretrained", "num_embeddings", "embedding_dim"})
+                owned = sorted(set(v.options) & runner_owned)
                 if owned:
                     raise ValueError(f"variant {v.label!r}: option(s) {', '.join(owned)} are set by the runner "
                                      "(sparse from the model section's sparse_embeddings, the sizes, padding and "
                                      "pretrained vectors from the data), not per variant")
+                settable = sorted(embedding_options(v.embedding) - runner_owned)
+                unknown = sorted(set(v.options) - set(settable))
+                if unknown:  # build_embedding's list would offer sparse, device and dtype, refused just above
+                    raise ValueError(f"variant {v.label!r}: option(s) {', '.join(unknown)} not accepted by embedding "
+                                     f"{v.embedding!r}; " + (f"accepted: {', '.join(settable)}" if settable
+                                                             else "it takes no options per variant"))
                 try:
                     build_embedding(v.embedding, 4, 4, padding_idx=0, **v.options)
                 except (TypeError, ValueError) as err:
