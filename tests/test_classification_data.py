@@ -223,6 +223,9 @@ def test_word_vectors_in_three_formats(tmp_path):
     (tmp_path / "vecdir").mkdir()
     with pytest.raises(IsADirectoryError, match=r"^vectors file .*vecdir is a directory; pass the vectors file itself "):
         load_word_vectors(tmp_path / "vecdir")
+    with pytest.raises(ValueError, match=r"^vectors file /dev/null is not a regular file \(a device or pipe\?\); pass "
+                                         r"the vectors file itself$"):  # stop 75: it "does not exist"
+        load_word_vectors("/dev/null")
     with pytest.raises(ValueError, match="vectors format 'fasttext' unknown"):
         load_word_vectors(tmp_path / "v.txt", "fasttext")
     # a UTF-8 text file whose first 4096 bytes after the header end inside a character is still text

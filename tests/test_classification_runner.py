@@ -825,6 +825,11 @@ def test_a_missing_vectors_file_is_named_with_its_option_before_any_data_is_read
     with pytest.raises(IsADirectoryError, match=rf"^vectors file {tmp_path / 'vecdir'} \(config `vectors` / "
                                                 r"--vectors\) is a directory; pass the vectors file itself"):
         run_grid(dataclasses.replace(grid, vectors=str(tmp_path / "vecdir")), progress=False, log=lambda *_: None)
+    # stop 75: /dev/null "does not exist"
+    with pytest.raises(ValueError, match=re.escape("vectors file /dev/null (config `vectors` / --vectors) is not a "
+                                                   "regular file (a device or pipe?); pass the vectors file itself "
+                                                   "(word2vec binary or text, or GloVe text)") + "$"):
+        run_grid(dataclasses.replace(grid, vectors="/dev/null"), progress=False, log=lambda *_: None)
     # a grid that needs no vectors (the Transformer) does not ask for them
     transformer = tiny_grid(tmp_path / "t", models=["transformer"], vectors=str(tmp_path / "nope.txt"), folds=[0])
     assert len(run_grid(transformer, progress=False, log=lambda *_: None)) == 5

@@ -302,6 +302,8 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
     if path.is_dir():
         raise IsADirectoryError(f"vectors file {path} is a directory; pass the vectors file itself (word2vec binary or "
                                 "text, or GloVe text)")
+    if path.exists() and not path.is_file():  # /dev/null, a pipe
+        raise ValueError(f"vectors file {path} is not a regular file (a device or pipe?); pass the vectors file itself")
     if not path.is_file():
         raise FileNotFoundError(f"vectors file {path} does not exist; create one with `complexorder vectors train`")
     if fmt == "auto":

@@ -614,6 +614,9 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
         if Path(grid.vectors).is_dir():
             raise IsADirectoryError(f"vectors file {grid.vectors} (config `vectors` / --vectors) is a directory; pass "
                                     "the vectors file itself (word2vec binary or text, or GloVe text)")
+        if Path(grid.vectors).exists():  # /dev/null, a pipe: it exists, and "does not exist" misled
+            raise ValueError(f"vectors file {grid.vectors} (config `vectors` / --vectors) is not a regular file (a "
+                             "device or pipe?); pass the vectors file itself (word2vec binary or text, or GloVe text)")
         raise FileNotFoundError(f"vectors file {grid.vectors} (config `vectors` / --vectors) does not exist; create one "
                                 "with `complexorder vectors train`, or pass another with --vectors")
     if todo and any(getattr(grid, u.model).pretrained for u in todo) and not grid.vectors:
