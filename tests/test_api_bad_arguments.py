@@ -431,6 +431,22 @@ def test_model_configs_check_the_types_of_their_fields():
         model.reset_length(clamp_len="3")
 
 
+def test_an_odd_width_for_a_complex_xl_embedding_names_the_setting_the_user_gave():
+    """Stop 75: `--set model.d_model=7` was refused as `model.d_embed must be even`, a setting the user never gave
+    (d_embed follows d_model when unset); and the complex network, whose embedding has d_model complex dimensions,
+    was refused an odd d_model it builds and runs with."""
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig
+
+    xl = dict(vocab_size=20, n_layer=1, n_head=2, d_model=7, d_head=4, d_inner=16, mem_len=4, embedding="complex-order")
+    end = " must be even for a complex embedding ([Re z, Im z] of d_embed/2 complex dimensions), got 7"
+    with pytest.raises(ValueError, match=exactly("model.d_model (model.d_embed, unset, follows it)" + end)):
+        TransformerXL(TransformerXLConfig(**xl))
+    with pytest.raises(ValueError, match=exactly("model.d_embed" + end)):
+        TransformerXL(TransformerXLConfig(**{**xl, "d_model": 8, "d_embed": 7}))
+    logits, _ = TransformerXL(TransformerXLConfig(**xl, network="complex"))(torch.randint(0, 20, (2, 5)))
+    assert logits.shape == (2, 5, 20) and torch.isfinite(logits).all()
+
+
 @pytest.mark.parametrize("network", ["real-embedding", "real-network"])
 def test_a_row_of_padding_only_gives_the_same_finite_logits_with_and_without_gradients(network):
     """Stop 73: with real layers PyTorch's inference fast path gave NaN logits for a row of padding only under

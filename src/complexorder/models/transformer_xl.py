@@ -161,8 +161,9 @@ def check_config(cfg: TransformerXLConfig) -> None:
         raise ValueError(f"model.d_embed must be positive, got {d_embed}")
     if cfg.embedding not in XL_EMBEDDINGS:
         raise ValueError(f"model.embedding must be one of {', '.join(map(repr, XL_EMBEDDINGS))}, got {cfg.embedding!r}")
-    if cfg.embedding not in REAL_EMBEDDINGS and d_embed % 2:
-        raise ValueError(f"model.d_embed must be even for a complex embedding ([Re z, Im z] of d_embed/2 "
+    if cfg.embedding not in REAL_EMBEDDINGS and d_embed % 2 and cfg.network != "complex":
+        named = "model.d_embed" if cfg.d_embed is not None else "model.d_model (model.d_embed, unset, follows it)"
+        raise ValueError(f"{named} must be even for a complex embedding ([Re z, Im z] of d_embed/2 "
                          f"complex dimensions), got {d_embed}")
     if cfg.tie_weight and (cfg.embedding != "vanilla" or d_embed != cfg.d_model):
         raise ValueError("model.tie_weight needs the real 'vanilla' embedding with d_embed == d_model")
