@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import complexorder as co
-from complexorder.checkpoint import save_checkpoint
+from complexorder.checkpoint import load_checkpoint, save_checkpoint
 from complexorder.config import config_to_dict, find_config, load_config
 from complexorder.experiments.ablation import PAPER_ROWS, render_table4
 from complexorder.experiments.classification import GridConfig, Unit, Variant, build_model_from_config, unit_config
@@ -142,8 +142,22 @@ def test_inspect_cli_writes_under_runs_inspect_by_default(tmp_path, monkeypatch)
 
 def test_inspect_bad_input(tmp_path):
     path, _ = classifier_checkpoint(tmp_path)
-    with pytest.raises(ValueError, match=r"word 'wrost' is not in the checkpoint's vocabulary \(6 words\); near matches: worst"):
+    with pytest.raises(ValueError, match=r"^word 'wrost' is not in the checkpoint's vocabulary \(4 words, lower-cased\); "
+                                         r"near matches: worst$"):  # stop 75: "(6 words)" counted <pad> and <unk>
         inspect_checkpoint(path, tmp_path / "o", word="wrost")
+    with pytest.raises(ValueError, match=r"^word 'FILM' is not in the checkpoint's vocabulary \(4 words, lower-cased\); "
+                                         r"near matches: film$"):  # stop 75: no near match for the upper-case form
+        inspect_checkpoint(path, tmp_path / "o", word="FILM")
+    (tmp_path / "nan").mkdir()
+    diverged, model = classifier_checkpoint(tmp_path / "nan")
+    state = model.state_dict()
+    state["embedding.frequency"][3, 1] = float("nan")
+    save_checkpoint(diverged, "classifier", state, load_checkpoint(diverged, "classifier")["config"],
+                    vocab=["<pad>", "<unk>", "worst", "solid", "film", "the"], label_names=["neg", "pos"],
+                    max_positions=20, test_accuracy=0.5)
+    with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(str(diverged))}: its frequencies hold NaN or infinite "
+                                         r"values \(a training that diverged\?\); nothing to inspect$"):
+        inspect_checkpoint(diverged, tmp_path / "o")  # stop 75: "autodetected range of [nan, nan] is not finite"
     with pytest.raises(ValueError, match=r"^word '<pad>' is a special token of the vocabulary, not a word; choose a word$"):
         inspect_checkpoint(path, tmp_path / "o", word="<pad>")
     with pytest.raises(ValueError, match="^--dims: dimension 9 is outside 0..3$"):

@@ -145,8 +145,11 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
         if word in (PAD_TOKEN, UNK_TOKEN):
             raise ValueError(f"word {word!r} is a special token of the vocabulary, not a word; choose a word")
         if word not in vocab:
-            near = difflib.get_close_matches(word, vocab, n=5)
-            raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(vocab)} words)"
+            words = [w for w in vocab if w not in SPECIAL_TOKENS]
+            near = difflib.get_close_matches(word, words, n=5)
+            if word.lower() in words and word.lower() not in near:  # the vocabulary is lower-cased (Kim 2014)
+                near.insert(0, word.lower())
+            raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(words):,} words, lower-cased)"
                              + (f"; near matches: {', '.join(near)}" if near else ""))
         word_id = vocab.index(word)
     bad = [d for d in dims or [] if not 0 <= d < emb.embedding_dim]
@@ -154,6 +157,9 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
         raise ValueError(f"--dims: dimension {bad[0]} is outside 0..{emb.embedding_dim - 1}")
     out_dir = Path(out_dir)
     check_writable(out_dir, "--out-dir", directory=True)
+    if not bool(torch.isfinite(emb.frequency).all()):  # a run whose training diverged; the plot's error named no file
+        raise ValueError(f"checkpoint {path}: its frequencies hold NaN or infinite values (a training that diverged?); "
+                         "nothing to inspect")
     delta = position_sensitivity(emb)
     note = ""
     if emb.frequency.shape[0] == 1:
