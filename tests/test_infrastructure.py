@@ -343,11 +343,15 @@ def test_a_broken_cached_archive_is_named_and_removed_so_the_next_run_downloads_
     cache = tmp_path / "downloads"
     cache.mkdir()
     (cache / "rt-polaritydata.tar.gz").write_bytes(b"<html>proxy error</html>")  # kept by an earlier attempt
-    with pytest.raises(ValueError, match=r"^https://\S+/rt-polaritydata.tar.gz is not a readable archive \(.*\); "
-                                         r"removed .*downloads/rt-polaritydata.tar.gz, so the next run downloads it "
-                                         r"again$"):
-        download_dataset("MR", tmp_path, log=lambda *_: None)
+    logs = []
+    with pytest.raises(ValueError, match=r"^\S+/downloads/rt-polaritydata.tar.gz, the local copy of https://\S+/"
+                                         r"rt-polaritydata.tar.gz \(nothing was downloaded\), is not a readable "
+                                         r"archive \(.*\); removed it, so the next run downloads it again \(or copy a "
+                                         r"good archive there\)$"):  # stop 75: it blamed the address
+        download_dataset("MR", tmp_path, log=logs.append)
     assert list(cache.iterdir()) == []
+    assert logs == [f"using the local copy {cache / 'rt-polaritydata.tar.gz'} of "
+                    "https://www.cs.cornell.edu/people/pabo/movie-review-data/rt-polaritydata.tar.gz"]
 
 
 def test_drop_records_after_keeps_every_other_line_as_it_was(tmp_path):
@@ -621,8 +625,9 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
         blob = bytearray((cache / archive).read_bytes())
         blob[200:260] = bytes(b ^ 0x5A for b in blob[200:260])
         (cache / archive).write_bytes(bytes(blob))
-        with pytest.raises(ValueError, match=rf"is not a readable archive \(.*\); removed .*{archive}, so the next "
-                                             r"run downloads it again$"):
+        with pytest.raises(ValueError, match=rf"{archive}, the local copy of .* is not a readable archive \(.*\); "
+                                             r"removed it, so the next run downloads it again \(or copy a good "
+                                             r"archive there\)$"):
             download_dataset(name, tmp_path, log=lambda *_: None)
         assert not (cache / archive).exists()
         (tmp_path / f"{name}-done").rename(tmp_path / "classification" / name)

@@ -83,8 +83,9 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
         if not targets:
             continue
         check_writable(folder, "--data-dir", directory=True)  # before the network; only when a file is missing
-        log(f"downloading {source.url}")
         archive = cache / Path(source.url).name
+        local = archive.is_file()  # a copy put there by hand (the offline error says to) or by an earlier run
+        log(f"using the local copy {archive} of {source.url}" if local else f"downloading {source.url}")
         blob = fetch(source.url, archive, what="--data-dir").read_bytes()
         for target, member in targets.items():
             try:
@@ -93,6 +94,10 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
                 raise ValueError(f"{exc} (archive read from {archive}; delete it to download it again)") from None
             except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error) as exc:
                 archive.unlink()  # not an archive (a proxy's HTML page), cut short or damaged: never reuse it
+                if local:  # nothing was downloaded now: the copy at hand (an earlier run's, or put there by hand)
+                    raise ValueError(f"{archive}, the local copy of {source.url} (nothing was downloaded), is not a "
+                                     f"readable archive ({exc}); removed it, so the next run downloads it again (or "
+                                     "copy a good archive there)") from None
                 raise ValueError(f"{source.url} is not a readable archive ({exc}); removed {archive}, so the next "
                                  "run downloads it again") from None
             if source.strip_header:
