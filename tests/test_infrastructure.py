@@ -842,3 +842,30 @@ def test_a_device_is_written_in_place_without_its_directory_being_writable(tmp_p
     check_writable(os.devnull, "--results")
     ck.check_results_file(os.devnull, "--results")
     append_jsonl(os.devnull, {"a": 1})
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["classify", "--data-dir", "", "--dry-run"],
+     "--data-dir: an empty value; give one, or leave the option out for its default"),
+    (["translate", "train", "--config", "cpu-vanilla", "--run-dir="],
+     "--run-dir: an empty value; give one, or leave the option out for its default"),
+    (["lm", "eval", "--checkpoint", "c.pt", "--corpus", "x", "--results", ""],
+     "--results: an empty value; give one, or leave the option out for its default"),
+    (["inspect", ""], "CHECKPOINT: an empty value; give one"),
+])
+def test_an_empty_value_is_refused_not_read_as_the_default(argv, message, capsys, tmp_path, monkeypatch):
+    """Stop 75: `--data-dir ''` ran on $COMPLEXORDER_DATA and `translate train --run-dir ''` wrote under runs/, as
+    if the option had been left out."""
+    from complexorder.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_figure_empty_still_means_no_figure(tmp_path):
+    from complexorder.cli import empty_value_problem, build_parser
+
+    argv = ["report", "--results", "r.jsonl", "--figure", ""]
+    assert empty_value_problem(build_parser(argv).parse_args(argv), argv) is None

@@ -49,10 +49,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Options whose empty value means something (``report --figure ''``: no figure).
+EMPTY_MEANS_NONE = {"figure"}
+
+
+def empty_value_problem(args: argparse.Namespace, argv: list[str]) -> str | None:
+    """A one-line error for an option or argument given as an empty string, which used to mean its default
+    without a word (``--data-dir ''`` read ``$COMPLEXORDER_DATA``, ``--run-dir ''`` wrote under ``runs/``)."""
+    for dest, value in vars(args).items():
+        if dest in EMPTY_MEANS_NONE or not (value == "" or (isinstance(value, list) and "" in value)):
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if any(a == flag or a.startswith(flag + "=") for a in argv):
+            return f"{flag}: an empty value; give one, or leave the option out for its default"
+        return f"{dest.upper()}: an empty value; give one"  # a positional argument
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    problem = empty_value_problem(args, argv)
+    if problem:
+        print(f"complexorder: error: {problem}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (`complexorder classify --dry-run | head`): stop quietly
