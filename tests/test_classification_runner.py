@@ -1108,3 +1108,18 @@ def test_empty_selections_and_a_variant_without_a_label_are_errors(tmp_path):
     with pytest.raises(ValueError, match=r"^grid.toml.variants\[0\]: missing key 'label'; it is required \(keys: "
                                          r"label, embedding, options, share_weights\)$"):
         config_from_dict({"embedding": "none"}, Variant, where="grid.toml.variants[0]")
+
+
+def test_a_config_without_a_name_is_named_after_its_file(tmp_path):
+    """Stop 75: a config file of one's own without `name` ran, and recorded its results, as grid "table2"."""
+    from complexorder.cli import build_parser
+    from complexorder.experiments.classification_cli import load_grid
+
+    (tmp_path / "my_grid.toml").write_text('datasets = ["MR"]\nresults = "r.jsonl"\n')
+    (tmp_path / "named.toml").write_text('name = "mine"\nextends = "my_grid.toml"\nresults = "s.jsonl"\n')
+    (tmp_path / "child.toml").write_text('extends = "named.toml"\nresults = "t.jsonl"\n')  # name is not inherited
+    for stem, name in (("my_grid", "my_grid"), ("named", "mine"), ("child", "child")):
+        argv = ["classify", "--config", str(tmp_path / f"{stem}.toml")]
+        assert load_grid(build_parser(argv).parse_args(argv)).name == name
+    argv = ["classify"]
+    assert load_grid(build_parser(argv).parse_args(argv)).name == "table2"  # the built-in default keeps its own

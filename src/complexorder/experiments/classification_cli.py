@@ -192,7 +192,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def load_grid(args: argparse.Namespace, task: str = "classification") -> GridConfig:
     path = find_config(args.config, task)
-    grid = config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path))
+    raw = read_extended_toml(path, task)
+    raw.setdefault("name", path.stem)  # a file of one's own without `name` ran (and recorded) as "table2"
+    grid = config_from_dict(raw, GridConfig, where=str(path))
     changes = {}
     if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
