@@ -49,15 +49,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: Options whose empty value means something (``report --figure ''``: no figure).
-EMPTY_MEANS_NONE = {"figure"}
+#: Options whose empty value means something (``report --figure ''``: no figure), or gets a better error from the
+#: command itself (a name list: "'' names nothing; valid names: ..."; ``--sha256``: "must be a SHA-256 digest").
+EMPTY_HANDLED_BY_COMMAND = {"figure", "datasets", "models", "embeddings", "splits", "sha256"}
 
 
 def empty_value_problem(args: argparse.Namespace, argv: list[str]) -> str | None:
     """A one-line error for an option or argument given as an empty string, which used to mean its default
     without a word (``--data-dir ''`` read ``$COMPLEXORDER_DATA``, ``--run-dir ''`` wrote under ``runs/``)."""
     for dest, value in vars(args).items():
-        if dest in EMPTY_MEANS_NONE or not (value == "" or (isinstance(value, list) and "" in value)):
+        if dest in EMPTY_HANDLED_BY_COMMAND or not (value == "" or (isinstance(value, list) and "" in value)):
             continue
         flag = "--" + dest.replace("_", "-")
         if any(a == flag or a.startswith(flag + "=") for a in argv):
