@@ -292,8 +292,8 @@ class GridConfig:
                 except (TypeError, ValueError) as err:
                     raise ValueError(f"variant {v.label!r}: {err}") from None
                 starts = [m for m in self.models if getattr(self, m).pretrained] if self.vectors else []
-                if starts:  # e.g. a shared amplitude has no per-word row to take a word's vector: refused only when
-                    try:    # the grid reached that unit, after the earlier units had trained
+                if starts:  # a shared amplitude has no per-word row for a word's vector; this used to fail only
+                    try:    # when the grid reached that unit, after the earlier units had trained
                         build_embedding(v.embedding, 4, 4, padding_idx=0, pretrained=torch.ones(4, 4), **v.options)
                     except (TypeError, ValueError) as err:
                         raise ValueError(f"variant {v.label!r} cannot start from the word vectors that [{starts[0]}] "
