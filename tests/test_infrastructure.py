@@ -289,7 +289,7 @@ def test_data_dir_resolution(monkeypatch, tmp_path):
     assert resolve_data_dir(None) == tmp_path / "complexorder" / "data"
 
 
-def test_set_threads_takes_the_option_then_the_environment(monkeypatch):
+def test_set_threads_takes_the_option_then_the_environment(monkeypatch, capsys):
     import torch
 
     from complexorder.environment import set_threads
@@ -303,8 +303,14 @@ def test_set_threads_takes_the_option_then_the_environment(monkeypatch):
         assert torch.get_num_threads() == 2
         torch.set_num_threads(1)
         monkeypatch.setenv("OMP_NUM_THREADS", "many")
-        set_threads(None)  # neither: left as it is
+        set_threads(None)  # neither: left as it is, and said (stop 75: ignored without a word)
         assert torch.get_num_threads() == 1
+        assert capsys.readouterr().err == ("complexorder: note: $OMP_NUM_THREADS='many' is not a positive number of "
+                                           "threads; torch keeps its own thread count (one per core)\n")
+        monkeypatch.setenv("OMP_NUM_THREADS", "2,1")  # OpenMP's nested form: the outer level's count
+        set_threads(None)
+        assert torch.get_num_threads() == 2 and capsys.readouterr().err == ""
+        torch.set_num_threads(1)
         with pytest.raises(ValueError, match=r"^--threads: expected a positive number of threads, got 0$"):
             set_threads(0)
         with pytest.raises(ValueError, match=r"^--threads: at most 1024 threads, got 100000 \(this machine has "):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 
 import torch
 
@@ -45,7 +46,11 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
     """
     if threads is None:
         env = os.environ.get("OMP_NUM_THREADS", "")
-        threads = int(env) if env.isdigit() and int(env) > 0 else None
+        first = env.split(",")[0].strip()  # OpenMP's list form "4,2" (nested levels): the outer level's count
+        threads = int(first) if first.isascii() and first.isdigit() and int(first) > 0 else None
+        if threads is None and env.strip():  # "abc", "0", "-3" were ignored without a word
+            print(f"complexorder: note: $OMP_NUM_THREADS={env!r} is not a positive number of threads; torch keeps "
+                  "its own thread count (one per core)", file=sys.stderr)
         flag = "$OMP_NUM_THREADS"
     elif threads < 1:
         raise ValueError(f"{flag}: expected a positive number of threads, got {threads}")
