@@ -328,6 +328,7 @@ def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):
                     "seconds_per_epoch": 2.0, "finished_at": "t", "command": "c"})
     text = render_table2(records)
     assert "| CNN | pe | 0.751 [n=1] (0.816) |" in text
+    assert "| MR | cnn | pe | 1 | 0.7510 | — | 0.7510 | 0.7510 |" in text  # stop 75: the std of one fold was "nan"
     assert "complex-order 0.753 ≥ 1/2 baselines (pe above it)" in text  # 0.750 < 0.751 on fold-0
     records.pop()
     assert "## Word vectors" not in text  # no unit used pretrained vectors

@@ -498,7 +498,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
                 ptext = [("—" if b not in pv or pv[b][0] is None else f"{pv[b][0]:.3g} (n={pv[b][1]})")
                          for b in MARKS]
                 detail.append(f"| {d} | {model} | {variant} | {len(values)} | {values.mean():.4f} | "
-                              f"{values.std(ddof=1) if len(values) > 1 else float('nan'):.4f} | {values.min():.4f} | "
+                              f"{f'{values.std(ddof=1):.4f}' if len(values) > 1 else '—'} | {values.min():.4f} | "
                               f"{values.max():.4f} | " + " | ".join(ptext) + " |")
             lines.append("| " + " | ".join(row) + " |")
     out = ["# Table 2: text-classification accuracy", "",

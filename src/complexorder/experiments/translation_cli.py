@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = actions.add_parser("eval", help="BLEU of a checkpoint on a Multi30k split (detokenized and tokenized lc)")
     e.add_argument("--checkpoint", required=True, help="a translation checkpoint (epochN.pt, last.pt, averaged)")
-    e.add_argument("--split", default="test2016", help="val or test2016 (default: test2016)")
+    e.add_argument("--split", default="test2016", help="val or test2016 (default: test2016); train works too, as a check of fit")
     e.add_argument("--data-dir", help="data directory holding translation/multi30k")
     e.add_argument("--hypotheses", help="also write the translations to this file")
     e.add_argument("--results", help="append the scores as a JSON line to this file")
