@@ -596,6 +596,11 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     assert main(["lm", "build-corpus", "--source-dir", str(tmp_path), "--out", str(tmp_path / "file" / "c")]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "
                                                f"{tmp_path / 'file' / 'c'} for its files: {tmp_path / 'file'} is a file")
+    for seed in ("-1", "99999999999999999999"):  # stop 75: taken, unlike every other seed of the project
+        assert main(["lm", "build-corpus", "--source-dir", str(tmp_path), "--out", str(tmp_path / "c"), "--seed",
+                     seed]) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: --seed must be an integer in [0, 2**32), got {seed}"
+    assert not (tmp_path / "c").exists()
     # prepare-text8 checks its output before reading 100M characters; the default lies in --data-dir
     for extra, option, out in ((["--out", str(tmp_path / "file" / "t8")], "--out", tmp_path / "file" / "t8"),
                                (["--data-dir", str(tmp_path / "file")], "--data-dir", tmp_path / "file" / "text8")):

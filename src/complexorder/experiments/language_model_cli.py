@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from ..checkpoint import check_results_file, check_writable, resume_point
-from ..config import (builtin_configs, check_no_repeats, config_from_dict, json_ready, merge_overrides,
+from ..config import (builtin_configs, check_no_repeats, check_seed, config_from_dict, json_ready, merge_overrides,
                       read_extended_toml)
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
@@ -130,6 +130,7 @@ def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig
 
 
 def run_build_corpus(args: argparse.Namespace) -> int:
+    check_seed("--seed", args.seed)  # -1 and 20-digit seeds were taken, unlike every other seed of the project
     data_dir = resolve_data_dir(args.data_dir)
     out = Path(args.out) if args.out else data_dir / "text8-proxy"
     check_writable(out, "--out" if args.out else "--data-dir", directory=True)  # before the sources are read
