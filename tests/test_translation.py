@@ -1254,6 +1254,20 @@ def test_a_byte_order_mark_is_not_read_into_the_first_sentence(trained, tmp_path
     assert all(o == outputs[0] for o in outputs) and "<unk>" not in outputs[0].err
 
 
+def test_a_utf16_or_binary_translation_file_is_refused_naming_its_line(tmp_path):
+    """Stop 75: a UTF-16 file of ASCII text is valid UTF-8 with a NUL after every character, and was read as
+    sentences of junk (classification files already refused a NUL byte)."""
+    from complexorder.data.multi30k import decode_lines
+
+    utf16 = write(tmp_path / "in16.txt", "A man walks .\nA dog .\n".encode("utf-16-le"))  # no BOM
+    with pytest.raises(ValueError, match=exactly(f"{utf16}:1: holds a NUL byte, so it is not a UTF-8 text file "
+                                                 "(UTF-16 or binary?); convert it to UTF-8, one sentence per line")):
+        read_lines(utf16)
+    with pytest.raises(ValueError, match=exactly("<stdin>:2: holds a NUL byte, so it is not a UTF-8 text file (UTF-16 "
+                                                 "or binary?); convert it to UTF-8, one sentence per line")):
+        decode_lines(b"one\ntwo\0\n", "<stdin>")
+
+
 def test_average_never_writes_over_a_log_a_results_file_or_a_split_file(trained, toy_data, tmp_path, capsys):
     """Stop 75: `translate average --output` replaced a training log, a results file or a Multi30k split with a torch
     zip file, without a word (an existing checkpoint may still be replaced, and an empty file)."""

@@ -84,6 +84,10 @@ def read_lines(path: str | Path) -> list[str]:
 
 def decode_lines(data: bytes, name: str) -> list[str]:
     """:func:`read_lines` of bytes read elsewhere (standard input, say); ``name`` is used in the error."""
+    if b"\0" in data:  # a UTF-16 file of ASCII text is valid UTF-8 with a NUL after every character
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise ValueError(f"{name}:{line}: holds a NUL byte, so it is not a UTF-8 text file (UTF-16 or binary?); "
+                         "convert it to UTF-8, one sentence per line")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
