@@ -31,6 +31,7 @@ import torch
 from ..checkpoint import atomic_write_bytes
 from .download import fetch
 from .paths import require_file, resolve_data_dir
+from .text import check_line_bytes
 
 __all__ = ["SPLITS", "PAD", "UNK", "BOS", "EOS", "SPECIALS", "multi30k_dir", "split_files", "read_lines", "decode_lines",
            "read_parallel", "FilterReport", "filter_training_pairs", "SubwordTokenizer", "WordTokenizer",
@@ -84,10 +85,7 @@ def read_lines(path: str | Path) -> list[str]:
 
 def decode_lines(data: bytes, name: str) -> list[str]:
     """:func:`read_lines` of bytes read elsewhere (standard input, say); ``name`` is used in the error."""
-    if b"\0" in data:  # a UTF-16 file of ASCII text is valid UTF-8 with a NUL after every character
-        line = data[:data.index(b"\0")].count(b"\n") + 1
-        raise ValueError(f"{name}:{line}: holds a NUL byte, so it is not a UTF-8 text file (UTF-16 or binary?); "
-                         "convert it to UTF-8, one sentence per line")
+    check_line_bytes(data, name, "a UTF-8 text file (UTF-16 or binary?); convert it to UTF-8, one sentence per line")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -95,9 +93,6 @@ def decode_lines(data: bytes, name: str) -> list[str]:
         raise ValueError(f"{name}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x}); "
                          f"convert the file to UTF-8") from None
     text = text.removeprefix("\ufeff")  # a byte-order mark (Windows editors write one) was read into line 1
-    if "\n" not in text and "\r" in text.rstrip("\r"):  # its sentences would silently become one
-        raise ValueError(f"{name}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
-                         f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

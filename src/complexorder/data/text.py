@@ -29,6 +29,18 @@ def read_lines(path: str | Path) -> list[str]:
     return read_text_lines(path)[0]
 
 
+def check_line_bytes(data: bytes, name: str | Path, not_text: str) -> None:
+    """One-line errors for a file that reading line by line would silently turn into junk: a NUL byte (``"{name}:{line}:
+    holds a NUL byte, so it is not {not_text}"``: a UTF-16 file of ASCII text is valid UTF-8 with a NUL after every
+    character), or ``\\r`` line ends alone (all the lines would become one)."""
+    if b"\0" in data:
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise ValueError(f"{name}:{line}: holds a NUL byte, so it is not {not_text}")
+    if b"\n" not in data and b"\r" in data.rstrip(b"\r"):
+        raise ValueError(f"{name}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
+                         f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")
+
+
 def read_text_lines(path: str | Path) -> tuple[list[str], list[int]]:
     """:func:`read_lines`, and the (1-based) numbers of the lines that were not UTF-8 (decoded as cp1252 or
     Latin-1), for the caller to report. A NUL byte is a one-line error: 8-bit text never holds one, a UTF-16
@@ -36,13 +48,8 @@ def read_text_lines(path: str | Path) -> tuple[list[str], list[int]]:
     data = Path(path).read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Windows editors) marks the encoding; it is not text
         data = data[3:]
-    if b"\0" in data:
-        line = data[:data.index(b"\0")].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: holds a NUL byte, so it is not a text file (UTF-16 or binary?); expected "
-                         f"8-bit text (UTF-8, cp1252 or Latin-1), one example per line")
-    if b"\n" not in data and b"\r" in data.rstrip(b"\r"):  # all the lines would silently become one example
-        raise ValueError(f"{path}: its lines end in '\\r' alone (classic Mac line ends) and it holds no '\\n'; "
-                         f"convert it to '\\n' line ends (e.g. tr '\\r' '\\n')")
+    check_line_bytes(data, path, "a text file (UTF-16 or binary?); expected 8-bit text (UTF-8, cp1252 or Latin-1), "
+                                 "one example per line")
     parts = data.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()

@@ -641,14 +641,6 @@ def greedy_search(model: TransformerSeq2Seq, src: Tensor, *, max_len_a: float = 
     return [_strip(row) for row in torch.stack(out, 1).tolist()]
 
 
-def _target_vocab_size(model: TransformerSeq2Seq) -> int | None:
-    """Entries of the model's output layer (``None`` for a model without one that can be read)."""
-    output, bias = getattr(model, "output", None), getattr(model, "output_bias", None)
-    if isinstance(output, torch.nn.Linear):
-        return output.out_features
-    return bias.numel() if isinstance(bias, Tensor) else None
-
-
 @torch.no_grad()
 def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, length_penalty: float = 1.0,
                 max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
@@ -661,9 +653,9 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    vocab_size = _target_vocab_size(model)
-    if vocab_size is not None and beam_size > vocab_size:  # (100000 ran out of memory: the source is copied per beam)
-        raise ValueError(f"beam_size must be at most the target vocabulary size, {vocab_size}, got {beam_size}")
+    if beam_size > model.tgt_vocab_size:  # (100000 ran out of memory: the source is copied per beam)
+        raise ValueError(f"beam_size must be at most the target vocabulary size, {model.tgt_vocab_size}, "
+                         f"got {beam_size}")
     k = beam_size
     memory, src_pad = model.encode(src)
     n = src.shape[0]

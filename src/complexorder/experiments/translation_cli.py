@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_ready(summary), sort_keys=True))
         return 0
     model, tokenizer, config = T.load_translator(args.checkpoint, resolve_device(args.device))
-    decode = _decode_config(config, args, tokenizer.vocab_size)
+    decode = _decode_config(config, args, model.tgt_vocab_size)
     if args.action == "eval" and args.hypotheses and (config.data.src_lang, config.data.tgt_lang) != ("en", "de"):
         from ..data.multi30k import split_files  # the model's own languages (checked above: en and de)
 

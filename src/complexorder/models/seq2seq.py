@@ -286,6 +286,7 @@ class TransformerSeq2Seq(nn.Module):
                              "(complex variants, network 'complex'); a real network's state has no phases")
         self.config = config
         self.pad_id = pad_id
+        self.tgt_vocab_size = tgt_vocab_size  # the output's size: beam search keeps at most that many hypotheses
         d = config.d_model
         if config.frequency_sharing is not None and config.variant != "complex-order":
             raise ValueError(f"model.frequency_sharing applies to the complex-order variant only; "
