@@ -581,6 +581,32 @@ def test_ctrl_c_says_finished_results_are_kept_and_exits_130(monkeypatch, capsys
     assert capsys.readouterr().err == "complexorder: interrupted; finished results are kept\n"
 
 
+def test_a_failed_write_to_standard_output_is_named_as_such(monkeypatch, capsys):
+    """A full disk behind `> file` raises an OSError without a file name; the error line used to read only
+    "complexorder: error: No space left on device", naming nothing."""
+    import errno
+    import sys
+
+    import complexorder.experiments.demo_cli as demo_cli
+    from complexorder.cli import main
+
+    class FullDisk:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    def prints(args):
+        print("accuracy 1.000")
+
+    monkeypatch.setattr(demo_cli, "run", prints)
+    monkeypatch.setattr(sys, "stdout", FullDisk())
+    assert main(["demo"]) == 2
+    assert capsys.readouterr().err == "complexorder: error: standard output: No space left on device\n"
+    assert isinstance(sys.stdout, FullDisk)  # the command's own stream is put back
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_status(shared_data, tmp_path):
     import subprocess
     import sys

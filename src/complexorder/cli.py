@@ -67,7 +67,41 @@ def empty_value_problem(args: argparse.Namespace, argv: list[str]) -> str | None
     return None
 
 
+class _StandardOutput:
+    """``sys.stdout`` for the length of a command, naming itself in a failed write: a full disk behind ``> file``
+    (or ``> /dev/full``) raises an OSError without a file name, and the error line would name nothing."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _named(self, method: str, *args):
+        try:
+            return getattr(self._stream, method)(*args)
+        except OSError as exc:
+            if exc.filename is None and not isinstance(exc, BrokenPipeError):
+                exc.filename = "standard output"
+            raise
+
+    def write(self, text: str) -> int:
+        return self._named("write", text)
+
+    def flush(self) -> None:
+        return self._named("flush")
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout = sys.stdout
+    sys.stdout = _StandardOutput(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
