@@ -80,8 +80,29 @@ def test_split_activation_and_modulus():
     assert torch.allclose(out.imag, torch.tanh(z.imag))
     assert torch.allclose(cnn.Modulus()(z), torch.sqrt(z.real ** 2 + z.imag ** 2))
     assert torch.allclose(cnn.Modulus(eps=1e-6)(z), torch.sqrt(z.real ** 2 + z.imag ** 2 + 1e-6))
-    with pytest.raises(ValueError, match="unknown activation 'swish'; valid names: relu, sigmoid, tanh, gelu, identity"):
+    with pytest.raises(ValueError, match="unknown activation 'swish'; valid names: relu, sigmoid, tanh, gelu, silu, "
+                                         "identity"):
         cnn.SplitActivation("swish")
+    out = cnn.SplitActivation("silu")(z)
+    assert torch.allclose(out.real, z.real * torch.sigmoid(z.real)) and torch.allclose(out.imag, F.silu(z.imag))
+
+
+def test_layers_with_every_named_activation_pickle_and_print_once():
+    """"identity" was a lambda: pickle (torch.save of a whole layer, multiprocessing) failed on it. A module
+    activation printed twice: its name in the layer's line and the child `(fn): ReLU()`."""
+    import pickle
+
+    z = crandn(2, 3, 4).to(torch.complex64)
+    from complexorder.nn.activation import ACTIVATIONS
+
+    for name in ACTIVATIONS:
+        layer = cnn.ComplexTransformerEncoderLayer(4, 2, 8, dropout=0.0, activation=name).eval()
+        copy = pickle.loads(pickle.dumps(layer))
+        torch.testing.assert_close(copy(z), layer(z))
+        buffer = io.BytesIO()
+        torch.save(cnn.SplitActivation(name), buffer)
+    assert repr(cnn.SplitActivation("identity")) == "SplitActivation(identity)"
+    assert repr(cnn.SplitActivation(torch.nn.ReLU())) == "SplitActivation(\n  (fn): ReLU()\n)"
 
 
 def test_complex_dropout_drops_whole_units_and_keeps_phase():
@@ -548,6 +569,27 @@ def test_bias_free_layers_are_their_equations_without_the_bias():
                                  weight_hh_imag=lstm.weight_hh_imag, bias_real=zero, bias_imag=zero)
     ref_out, ref_h, ref_c = lstm_by_hand(same, z_seq)
     assert torch.allclose(out, ref_out) and torch.allclose(h[0], ref_h) and torch.allclose(c[0], ref_c)
+
+
+def test_functional_layers_add_an_imaginary_bias_given_with_shared_weights():
+    """complex_linear / complex_conv1d with weight_imag=None (A = B) and both biases: b = c + id, by hand. The
+    imaginary bias was dropped without a word (the shared-weight path added c to both parts)."""
+    torch.manual_seed(0)
+    A, c, d = torch.randn(4, 3, dtype=D64), torch.randn(4, dtype=D64), torch.randn(4, dtype=D64) + 10
+    z = crandn(2, 3)
+    by_hand = z @ torch.complex(A, A).T + torch.complex(c, d)
+    torch.testing.assert_close(CF.complex_linear(z, A, None, c, d), by_hand)
+    torch.testing.assert_close(CF.complex_linear(z, A, None, c), z @ torch.complex(A, A).T + torch.complex(c, c))
+    K = torch.randn(4, 3, 2, dtype=D64)
+    x = crandn(2, 3, 5)
+    full = CF.complex_conv1d(x, K, K.clone(), c, d)  # the unshared path with B = A is the same layer
+    torch.testing.assert_close(CF.complex_conv1d(x, K, None, c, d), full)
+    message = r"^bias_imag is given without bias_real: pass bias_real too \(a zero tensor for b = 0 \+ id\); " \
+              r"bias_imag=None shares c = d$"
+    for layer, weight, input in ((CF.complex_linear, A, z), (CF.complex_conv1d, K, x)):
+        for weight_imag in (None, weight):
+            with pytest.raises(ValueError, match=message):
+                layer(input, weight, weight_imag, None, d)
 
 
 def test_complex_conv1d_with_stride_padding_dilation_and_no_bias_by_hand():

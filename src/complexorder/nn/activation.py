@@ -12,12 +12,21 @@ from . import functional as CF
 
 __all__ = ["SplitActivation", "ComplexDropout", "Modulus", "ACTIVATIONS"]
 
+
+
+def identity(input: Tensor) -> Tensor:
+    """The activation ``"identity"``: a module-level function, so that layers using it can be pickled (a lambda
+    cannot: ``torch.save`` of a whole module, multiprocessing)."""
+    return input
+
+
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "sigmoid": F.sigmoid,
     "tanh": F.tanh,
     "gelu": F.gelu,
-    "identity": lambda x: x,
+    "silu": F.silu,
+    "identity": identity,
 }
 
 
@@ -25,8 +34,8 @@ class SplitActivation(nn.Module):
     r"""``f(z) = sigma(Re z) + i sigma(Im z)`` for a real activation ``sigma`` (paper Eq. 10, 12).
 
     Args:
-        activation: a name (``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"gelu"``, ``"identity"``) or
-            a callable on real tensors.
+        activation: a name (``"relu"``, ``"sigmoid"``, ``"tanh"``, ``"gelu"``, ``"silu"``, ``"identity"``)
+            or a callable on real tensors (a function or a module instance such as ``nn.ReLU()``).
 
     Shape: any complex tensor -> same shape.
 
@@ -54,11 +63,17 @@ class SplitActivation(nn.Module):
         return CF.split_activation(input, self.fn)
 
     def extra_repr(self) -> str:
-        return self.name
+        return "" if isinstance(self.fn, nn.Module) else self.name  # a module is printed as the child (fn)
 
 
 class ComplexDropout(nn.Module):
     """Dropout of whole complex units (one mask for both parts); see :func:`complex_dropout`.
+
+    Args:
+        p: the probability that a unit (both its parts) is zeroed, in [0, 1]; kept units are scaled by ``1/(1-p)``
+            in training, and nothing is dropped in ``eval()`` mode.
+
+    Shape: any complex tensor -> same shape.
 
     Examples::
 
@@ -80,7 +95,13 @@ class ComplexDropout(nn.Module):
 
 
 class Modulus(nn.Module):
-    """Read-out ``|z|`` of the last complex layer (real output); ``eps`` as :func:`modulus`.
+    """Read-out ``|z|`` of the last complex layer (real output).
+
+    Args:
+        eps: a finite number >= 0; with ``eps > 0`` the read-out is ``sqrt(|z|^2 + eps)``, differentiable at
+            ``z = 0`` (see :func:`modulus`).
+
+    Shape: a complex tensor of any shape -> a real tensor of the same shape.
 
     Examples::
 

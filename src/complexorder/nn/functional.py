@@ -59,6 +59,14 @@ def _as_complex(real: Tensor, imag: Tensor | None) -> Tensor:
     return torch.complex(real, real if imag is None else imag)
 
 
+def _check_biases(bias_real: Tensor | None, bias_imag: Tensor | None) -> None:
+    """``bias_imag`` alone has no meaning here (``bias_imag=None`` is the sharing ``c = d``, not ``d = 0``); it
+    was dropped without a word."""
+    if bias_real is None and bias_imag is not None:
+        raise ValueError("bias_imag is given without bias_real: pass bias_real too (a zero tensor for b = 0 + id); "
+                         "bias_imag=None shares c = d")
+
+
 def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | None = None,
                    bias_real: Tensor | None = None, bias_imag: Tensor | None = None) -> Tensor:
     r"""Complex dense layer, paper Eq. 10/11 without the activation.
@@ -74,12 +82,14 @@ def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [..., in]`` complex, ``weight_* [out, in]``, ``bias_* [out]`` -> ``[..., out]``.
     """
     _require_complex("input", input)
+    _check_biases(bias_real, bias_imag)
     if not torch.jit.is_scripting():  # TorchScript types the matmul itself
         _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
-        both = F.linear(torch.stack((x - y, x + y)), weight_real, bias_real)
-        return torch.complex(both[0], both[1])
+        both = F.linear(torch.stack((x - y, x + y)), weight_real, bias_real if bias_imag is None else None)
+        out = torch.complex(both[0], both[1])
+        return out if bias_imag is None else out + torch.complex(bias_real, bias_imag)
     bias = None if bias_real is None else _as_complex(bias_real, bias_imag)
     return F.linear(input, _as_complex(weight_real, weight_imag), bias)
 
@@ -95,13 +105,16 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     Shape: ``input [N, C_in, L]`` complex, ``weight_* [C_out, C_in, k]`` -> ``[N, C_out, L_out]``.
     """
     _require_complex("input", input)
+    _check_biases(bias_real, bias_imag)
     if not torch.jit.is_scripting():  # TorchScript types the matmul itself
         _require_matching_dtype(input, weight_real)
     if weight_imag is None:
         x, y = input.real, input.imag
-        both = F.conv1d(torch.cat((x - y, x + y)), weight_real, bias_real, stride, padding, dilation)
+        both = F.conv1d(torch.cat((x - y, x + y)), weight_real, bias_real if bias_imag is None else None, stride,
+                        padding, dilation)
         n = input.shape[0]
-        return torch.complex(both[:n], both[n:])
+        out = torch.complex(both[:n], both[n:])
+        return out if bias_imag is None else out + torch.complex(bias_real, bias_imag).unsqueeze(-1)
     # PyTorch's native complex convolution runs three real convolutions (Gauss's trick): about 13%
     # faster (forward + backward) than the four-product block form it replaced, on [32, 300, 50]
     # -> 100 channels; the same result up to float rounding.
