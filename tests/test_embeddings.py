@@ -167,6 +167,28 @@ def test_gradcheck_fused_function():
     assert torch.autograd.gradcheck(fn, (emb.amplitude, emb.frequency, emb.initial_phase))
 
 
+@pytest.mark.parametrize("cls", [co.ComplexVanillaEmbedding, co.ComplexOrderEmbedding])
+def test_unfused_embeddings_are_differentiable_twice_by_hand(cls):
+    """A gradient penalty: with loss = sum Re z = sum r cos(phi), d loss / d phi = -r sin(phi), and the penalty
+    P = sum (r sin(phi))^2 has d P / d r = 2 r sin(phi)^2. The float32 complex-vanilla embedding always took the
+    native kernel (differentiable once), with no switch to leave it."""
+    torch.manual_seed(0)
+    emb = cls(6, 3, fused=False)
+    tokens = torch.tensor([[1, 4, 2]])  # distinct words: one occurrence per table row
+    phase_table = emb.phase if cls is co.ComplexVanillaEmbedding else emb.frequency  # positions 0, 1, 2
+    (g,) = torch.autograd.grad(emb(tokens).real.sum(), phase_table, create_graph=True)
+    g.pow(2).sum().backward()
+    r = emb.amplitude.detach()[tokens[0]]
+    phase = phase_table.detach()[tokens[0]] * (1 if cls is co.ComplexVanillaEmbedding else torch.arange(3.0)[:, None])
+    positions = 1 if cls is co.ComplexVanillaEmbedding else torch.arange(3.0)[:, None]  # d phi / d w = pos
+    expected = 2 * r * (positions * torch.sin(phase)) ** 2
+    torch.testing.assert_close(emb.amplitude.grad[tokens[0]], expected)
+    assert "fused=False" in repr(emb)
+    fused = cls(6, 3)  # differentiable once: a backward that would build a graph is refused, not silently flat
+    with pytest.raises(RuntimeError, match="differentiable once; .* build the embedding with fused=False$"):
+        torch.autograd.grad(fused(tokens).real.sum(), fused.amplitude, create_graph=True)
+
+
 def test_gradients_reach_the_frequencies():
     emb = co.ComplexOrderEmbedding(10, 4)
     emb(torch.tensor([[1, 2, 3]])).abs().sum().backward()  # |z| does not depend on w ...

@@ -156,12 +156,20 @@ def test_positions_that_require_grad_get_the_reference_gradient_on_the_fused_pat
     torch.testing.assert_close(grads[1], by_hand)
 
 
-def test_fused_path_is_once_differentiable():
+def test_fused_path_is_once_differentiable_and_refuses_a_backward_that_builds_a_graph():
+    """Under create_graph=True the fused gradients would carry no graph: with an upstream gradient that needs
+    one (below, from out.real ** 2) once_differentiable refused only at the second backward, and with a constant
+    one (out.real.sum()) nothing refused: a penalty on the gradient was silently a constant."""
     r, w, _ = tables(None, None, False)
-    out = complex_order_embedding(torch.tensor([[1, 2]]), torch.arange(2, dtype=D64), r, w)
-    (g,) = torch.autograd.grad((out.real ** 2).sum(), r, create_graph=True)  # upstream gradient needs grad
-    with pytest.raises(RuntimeError, match="once_differentiable"):
-        g.sum().backward()
+    message = (r"^the fused complex embedding is differentiable once; for a backward with create_graph=True \(a "
+               r"gradient penalty, a Hessian-vector product\) build the embedding with fused=False$")
+    for loss in (lambda out: (out.real ** 2).sum(), lambda out: out.real.sum()):
+        out = complex_order_embedding(torch.tensor([[1, 2]]), torch.arange(2, dtype=D64), r, w)
+        with pytest.raises(RuntimeError, match=message):
+            torch.autograd.grad(loss(out), r, create_graph=True)
+        out = complex_order_embedding(torch.tensor([[1, 2]]), torch.arange(2, dtype=D64), r, w)
+        (g,) = torch.autograd.grad(loss(out), r)  # one backward, as before
+        assert not g.requires_grad and g.abs().sum() > 0
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, D64])

@@ -471,7 +471,8 @@ class ComplexOrderEmbedding(nn.Module):
         sparse: sparse gradients for per-word tables, as :class:`torch.nn.Embedding`; pair with
             ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
         fused: use the fused autograd function (default). ``False`` runs the plain-autograd
-            reference of the same equation (slower, kept for testing).
+            reference of the same equation: slower, but differentiable twice (the fused function is
+            differentiable once), for gradient penalties or Hessian-vector products.
         first_position: where the default positions start: ``first_position, ..., first_position + L - 1``
             (default 0, as the paper's Sec. 2 and Eq. 7; the authors' code counts from 1). At
             position 0 the phase is ``theta`` (0 without initial phases), so a word's embedding is
@@ -696,6 +697,8 @@ class ComplexVanillaEmbedding(nn.Module):
         sparse: sparse gradients for both tables (see :meth:`sparse_parameters`).
         phase_dropout: in training mode, inverted dropout on the phases ``theta`` (0, the default: none),
             as :class:`ComplexOrderEmbedding`'s.
+        fused: the native kernel where it applies (CPU float32, the default); ``False`` runs plain autograd,
+            differentiable twice, as :class:`ComplexOrderEmbedding`'s ``fused``.
 
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` complex.
@@ -714,12 +717,13 @@ class ComplexVanillaEmbedding(nn.Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, padding_idx: int | None = None,
                  amplitude_init: str | Tensor = "normal", sparse: bool = False, phase_dropout: float = 0.0,
-                 device=None, dtype=None) -> None:
+                 fused: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         _check_sizes(num_embeddings, embedding_dim)
         _check_dtype(dtype)
         _check_complex_form("ComplexVanillaEmbedding", dtype)
-        check_flags(sparse=sparse)
+        check_flags(sparse=sparse, fused=fused)
+        self.fused = fused
         self.phase_dropout = check_phase_dropout(phase_dropout)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -757,14 +761,15 @@ class ComplexVanillaEmbedding(nn.Module):
         _check_complex_form("ComplexVanillaEmbedding", self.amplitude.dtype)  # a module moved with .to(bfloat16)
         if positions is not None:
             _resolve_positions(tokens, positions, _position_dtype(self.amplitude.dtype))  # validate only
-        if self.training and self.phase_dropout:
+        if (self.training and self.phase_dropout) or not self.fused:
             return complex_vanilla_embedding_reference(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse,
-                                                       phase_dropout=self.phase_dropout)
+                                                       phase_dropout=self.phase_dropout if self.training else 0.0)
         return complex_vanilla_embedding(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse)
 
     def extra_repr(self) -> str:
         return (_embedding_repr(self, *_amplitude_init_repr(self.amplitude_init))
-                + (f", phase_dropout={self.phase_dropout}" if self.phase_dropout else ""))
+                + (f", phase_dropout={self.phase_dropout}" if self.phase_dropout else "")
+                + ("" if self.fused else ", fused=False"))
 
 
 # --------------------------------------------------------------------------------------
@@ -785,9 +790,9 @@ def embedding_options(name: str) -> set[str]:
     ``pretrained`` and ``max_positions``)."""
     allowed = {"sparse", "device", "dtype"}
     if name in ("complex-order", "complex-vanilla"):
-        allowed |= {"phase_dropout"}
+        allowed |= {"phase_dropout", "fused"}
     if name == "complex-order":
-        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init", "fused",
+        allowed |= {"frequency_sharing", "amplitude_sharing", "initial_phase", "frequency_init",
                     "first_position", "frequency_jitter"}
     if name == "tpe":
         allowed |= {"position_scale"}

@@ -255,40 +255,53 @@ class _ComplexOrderWave(torch.autograd.Function):
         return torch.view_as_complex(out)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_out):
-        if ctx.native:
-            return _native_backward(ctx, grad_out)
-        tokens, positions, cos, sin, r, pad_rows = ctx.saved_tensors
-        freq_shape, theta_shape = ctx.shapes
-        flat = tokens.reshape(-1)
-        g = torch.view_as_real(grad_out.resolve_conj().resolve_neg())  # lazy conj/neg views are copied
-        g_re, g_im = _planar_copy(g[..., 0]), _planar_copy(g[..., 1])  # our own buffers: updated in place below
-        grad_r = grad_w = grad_theta = None
-        need_r, need_w, need_theta = ctx.needs_input_grad[2:5]
-        table_grad = lambda grad, shape: _table_grad(grad, shape, flat, pad_rows, ctx.padding_idx,  # noqa: E731
-                                                     ctx.sparse)
-        if need_r:
-            grad_r = table_grad((g_re * cos).addcmul_(g_im, sin), ctx.amplitude_shape)
-        if need_w or need_theta:
-            # d out / d phase = i * out  =>  dL/dphase = Re(conj(g) * i * out) = r (g_im cos - g_re sin)
-            grad_phase = g_im.mul_(cos).addcmul_(g_re, sin, value=-1).mul_(r)
-            if need_theta:
-                grad_theta = table_grad(grad_phase, theta_shape)
-            if need_w:
-                p = positions.unsqueeze(-1)
-                if freq_shape[0] == 1:  # word-shared: sum_tokens grad_phase * pos, one matrix-vector product
-                    rows = grad_phase.reshape(flat.numel(), grad_phase.shape[-1])
-                    pos = p.expand(tokens.shape + (1,)).reshape(flat.numel())
-                    if pad_rows is not None:
-                        pos = pos.index_fill(0, pad_rows, 0.0)
-                    grad_w = (pos @ rows).unsqueeze(0)
-                    if freq_shape[1] == 1:
-                        grad_w = grad_w.sum(1, keepdim=True)
-                else:
-                    in_place = not (need_theta and ctx.sparse)  # sparse grad_theta holds grad_phase itself
-                    grad_w = table_grad(grad_phase.mul_(p) if in_place else grad_phase * p, freq_shape)
-        return None, None, grad_r, grad_w, grad_theta, None, None
+        if torch.is_grad_enabled():  # a backward with create_graph=True (a gradient penalty, say)
+            raise RuntimeError(DIFFERENTIABLE_ONCE)
+        return _backward(ctx, grad_out)
+
+
+#: The fused function's gradients carry no graph: under ``create_graph=True`` they would be silent constants, and
+#: a penalty built on them would add nothing to the parameters' gradients (``once_differentiable`` raises only
+#: when the incoming gradient itself requires a gradient).
+DIFFERENTIABLE_ONCE = ("the fused complex embedding is differentiable once; for a backward with create_graph=True "
+                       "(a gradient penalty, a Hessian-vector product) build the embedding with fused=False")
+
+
+@once_differentiable
+def _backward(ctx, grad_out):
+    if ctx.native:
+        return _native_backward(ctx, grad_out)
+    tokens, positions, cos, sin, r, pad_rows = ctx.saved_tensors
+    freq_shape, theta_shape = ctx.shapes
+    flat = tokens.reshape(-1)
+    g = torch.view_as_real(grad_out.resolve_conj().resolve_neg())  # lazy conj/neg views are copied
+    g_re, g_im = _planar_copy(g[..., 0]), _planar_copy(g[..., 1])  # our own buffers: updated in place below
+    grad_r = grad_w = grad_theta = None
+    need_r, need_w, need_theta = ctx.needs_input_grad[2:5]
+    table_grad = lambda grad, shape: _table_grad(grad, shape, flat, pad_rows, ctx.padding_idx,  # noqa: E731
+                                                 ctx.sparse)
+    if need_r:
+        grad_r = table_grad((g_re * cos).addcmul_(g_im, sin), ctx.amplitude_shape)
+    if need_w or need_theta:
+        # d out / d phase = i * out  =>  dL/dphase = Re(conj(g) * i * out) = r (g_im cos - g_re sin)
+        grad_phase = g_im.mul_(cos).addcmul_(g_re, sin, value=-1).mul_(r)
+        if need_theta:
+            grad_theta = table_grad(grad_phase, theta_shape)
+        if need_w:
+            p = positions.unsqueeze(-1)
+            if freq_shape[0] == 1:  # word-shared: sum_tokens grad_phase * pos, one matrix-vector product
+                rows = grad_phase.reshape(flat.numel(), grad_phase.shape[-1])
+                pos = p.expand(tokens.shape + (1,)).reshape(flat.numel())
+                if pad_rows is not None:
+                    pos = pos.index_fill(0, pad_rows, 0.0)
+                grad_w = (pos @ rows).unsqueeze(0)
+                if freq_shape[1] == 1:
+                    grad_w = grad_w.sum(1, keepdim=True)
+            else:
+                in_place = not (need_theta and ctx.sparse)  # sparse grad_theta holds grad_phase itself
+                grad_w = table_grad(grad_phase.mul_(p) if in_place else grad_phase * p, freq_shape)
+    return None, None, grad_r, grad_w, grad_theta, None, None
 
 
 def _native_backward(ctx, grad_out: Tensor) -> tuple:
