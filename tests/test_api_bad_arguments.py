@@ -202,6 +202,18 @@ def test_every_embedding_takes_the_token_dtypes_of_f_embedding_and_names_the_oth
             embedding(torch.tensor([[1, 2]], dtype=dtype))
 
 
+def test_an_lstm_state_in_another_dtype_than_the_input_is_named():
+    """A complex128 (h_0, c_0) given to a float32 ComplexLSTM was rounded to float32 without a word."""
+    lstm = cnn.ComplexLSTM(4, 3)
+    z = torch.randn(5, 2, 4, dtype=torch.complex64)
+    state = torch.zeros(1, 2, 3, dtype=torch.complex128)
+    with pytest.raises(TypeError, match=exactly("hx's h_0 is torch.complex128 but the input is torch.complex64: give "
+                                                "both in one dtype")):
+        lstm(z, (state, state.to(torch.complex64)))
+    out, _ = lstm(z, (state.to(torch.complex64), state.to(torch.complex64)))
+    torch.testing.assert_close(out, lstm(z)[0])  # a zero state is the default one
+
+
 def test_from_pretrained_keeps_the_matrix_dtype_and_split_activation_names_a_class_given_for_an_instance():
     """A float64 matrix made float32 parameters (nn.Embedding.from_pretrained keeps float64); SplitActivation(nn.ReLU)
     was accepted and failed at forward with "complex(): argument 'real' must be Tensor, not ReLU"."""
@@ -220,12 +232,14 @@ def test_from_pretrained_keeps_the_matrix_dtype_and_split_activation_names_a_cla
 
 @pytest.mark.parametrize("make", [lambda: cnn.ComplexLinear(8, 4), lambda: cnn.ComplexLinear(8, 4, share_weights=True),
                                   lambda: cnn.ComplexConv1d(8, 4, 3), lambda: cnn.ComplexLSTM(8, 4, batch_first=True),
-                                  lambda: cnn.ComplexMultiheadAttention(8, 2, batch_first=True)],
-                         ids=["linear", "linear-shared", "conv1d", "lstm", "attention"])
+                                  lambda: cnn.ComplexMultiheadAttention(8, 2, batch_first=True),
+                                  lambda: cnn.ComplexLayerNorm(8)],
+                         ids=["linear", "linear-shared", "conv1d", "lstm", "attention", "layer-norm"])
 def test_a_complex128_input_into_a_float32_layer_names_both_dtypes_and_the_fix(make):
     """Stop 53: complex128 into a float32 layer gave "mat1 and mat2 must have the same dtype" (linear, attention),
     "Input type (c10::complex<double>) and bias type (c10::complex<float>) should be the same" (convolution) or
-    "expected m1 and m2 to have the same dtype" (LSTM), naming neither the input nor the layer."""
+    "expected m1 and m2 to have the same dtype" (LSTM), naming neither the input nor the layer. The layer norm
+    (stop 76) promoted the mix silently to complex128, so the error came one layer later."""
     layer = make()
     z = torch.randn(2, 8, 5, dtype=torch.complex128)  # [N, C, L] for the convolution, [B, L, 8] for the others
     if not isinstance(layer, cnn.ComplexConv1d):

@@ -151,6 +151,9 @@ def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight:
     the imaginary part.
     """
     _require_complex("input", input)
+    for affine in (weight, bias):  # F.layer_norm refuses the mix; the products below would promote it silently
+        if affine is not None and not torch.jit.is_scripting():
+            _require_matching_dtype(input, affine)
     parts = torch.stack((input.real, input.imag))
     parts = F.layer_norm(parts, normalized_shape, None, None, eps)
     shape = (2, *([1] * (parts.dim() - 1 - len(normalized_shape))), *normalized_shape)

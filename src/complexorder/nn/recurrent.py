@@ -42,7 +42,7 @@ class ComplexLSTM(nn.Module):
     Args:
         input_size, hidden_size: complex widths.
         bias: learn a complex bias per gate.
-        batch_first: input/output as ``[B, L, *]``.
+        batch_first: input/output as ``[B, L, *]`` (default ``False``: ``[L, B, *]``, as :class:`torch.nn.LSTM`).
         share_weights: ``A = B``, ``c = d`` for all gate matrices.
 
     Shape:
@@ -50,7 +50,8 @@ class ComplexLSTM(nn.Module):
         - hx: optional ``(h_0, c_0)``, each ``[1, B, hidden_size]`` complex.
         - lengths: optional ``[B]`` integer tensor of valid lengths; outputs past a sequence's end are 0
           and ``h_n``/``c_n`` are taken at its last valid step.
-        - output: ``[B, L, hidden_size]`` complex; ``(h_n, c_n)`` each ``[1, B, hidden_size]`` complex.
+        - output: ``[B, L, hidden_size]`` (batch_first) or ``[L, B, hidden_size]`` complex; ``(h_n, c_n)`` each
+          ``[1, B, hidden_size]`` complex (whatever ``batch_first``, as :class:`torch.nn.LSTM`).
 
     Examples::
 
@@ -113,7 +114,10 @@ class ComplexLSTM(nn.Module):
                 if tuple(t.shape) != (1, batch, h):
                     raise ValueError(f"hx's {name} must be [1, {batch}, {h}] (one layer, the input's batch, "
                                      f"hidden_size), got {tuple(t.shape)}")
-            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1).to(x.dtype) for t in hx)
+                if t.dtype != input.dtype:  # was cast silently (complex128 state rounded into a float32 layer)
+                    raise TypeError(f"hx's {name} is {t.dtype} but the input is {input.dtype}: give both in one "
+                                    "dtype")
+            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1) for t in hx)
         params = self._real_params()
         has_bias = self.bias_real is not None
         if lengths is not None:
