@@ -637,17 +637,65 @@ def test_attention_mask_and_shape_errors_name_the_argument_and_the_expected_form
         CF.complex_scaled_dot_product_attention(q, q, crandn(2, 2, 4))
     mha = cnn.ComplexMultiheadAttention(8, 2)
     x = torch.randn(2, 3, 8, dtype=torch.complex64)
-    with pytest.raises(TypeError, match=r"^attn_mask must be boolean \(True = not allowed\), got dtype torch.float32$"):
-        mha(x, attn_mask=torch.zeros(3, 3))
+    with pytest.raises(TypeError, match=r"^attn_mask must be boolean \(True = not allowed\) or floating point holding "
+                                        r"0 and -inf, got dtype torch.int64$"):
+        mha(x, attn_mask=torch.zeros(3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^attn_mask: a floating-point mask may hold only 0 \(keep\) and -inf \(mask\); "
+                                         r"additive biases are not supported, give a boolean mask$"):
+        mha(x, attn_mask=torch.full((3, 3), -1e9))
     with pytest.raises(ValueError, match=r"^attn_mask must be \[3, 3\] or \[B \* num_heads = 4, 3, 3\], got "
                                          r"\(2, 3, 3\)$"):
         mha(x, attn_mask=torch.zeros(2, 3, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"^attn_mask must be \[3, 3\], got \(3, 4\)$"):
         mha(x, attn_mask=torch.zeros(3, 4, dtype=torch.bool))
-    with pytest.raises(TypeError, match=r"^key_padding_mask must be boolean \(True = padding\), got dtype torch.int64$"):
+    with pytest.raises(TypeError, match=r"^key_padding_mask must be boolean \(True = padding\) or floating point holding "
+                                        r"0 and -inf, got dtype torch.int64$"):
         mha(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^dropout probability p must be in \[0, 1\], got 1.5$"):
         CF.complex_dropout(x, 1.5)
+
+
+def test_float_masks_of_zeros_and_minus_infinity_mask_as_their_boolean_twins():
+    """nn.Transformer.generate_square_subsequent_mask gives a float mask of 0 and -inf; it was refused by dtype."""
+    torch.manual_seed(0)
+    mha = cnn.ComplexMultiheadAttention(8, 2).eval()
+    x = torch.randn(2, 4, 8, dtype=torch.complex64)
+    square = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    torch.testing.assert_close(mha(x, attn_mask=square)[0], mha(x, is_causal=True)[0])
+    padding = torch.tensor([[False, False, True, True], [False, False, False, True]])
+    float_padding = torch.zeros(2, 4).masked_fill(padding, float("-inf"))
+    torch.testing.assert_close(mha(x, key_padding_mask=float_padding)[0], mha(x, key_padding_mask=padding)[0])
+    dec = cnn.ComplexTransformerDecoderLayer(8, 2, 16, dropout=0.0).eval()
+    memory = torch.randn(2, 5, 8, dtype=torch.complex64)
+    torch.testing.assert_close(dec(x, memory, tgt_mask=square), dec(x, memory, tgt_is_causal=True))
+
+
+def test_transformer_layers_name_their_own_arguments_in_mask_and_shape_errors():
+    """The layers passed their masks through to the attention, whose errors named key_padding_mask, attn_mask,
+    query and key, not src_key_padding_mask, memory_mask, tgt or memory."""
+    c = torch.complex64
+    enc = cnn.ComplexTransformerEncoderLayer(16, 4, 32, dropout=0.0)
+    dec = cnn.ComplexTransformerDecoderLayer(16, 4, 32, dropout=0.0)
+    x, memory = torch.randn(2, 3, 16, dtype=c), torch.randn(2, 5, 16, dtype=c)
+    bad = {
+        "^src_key_padding_mask must be \\[B, 3\\], got \\(2, 4\\)$":
+            lambda: enc(x, src_key_padding_mask=torch.zeros(2, 4, dtype=torch.bool)),
+        "^src_mask must be \\[3, 3\\], got \\(2, 2\\)$": lambda: enc(x, src_mask=torch.zeros(2, 2, dtype=torch.bool)),
+        "^src must be \\[B, L, 16\\] complex, got \\(2, 3, 8\\)$": lambda: enc(torch.randn(2, 3, 8, dtype=c)),
+        "^memory_key_padding_mask must be \\[B, 5\\], got \\(2, 3\\)$":
+            lambda: dec(x, memory, memory_key_padding_mask=torch.zeros(2, 3, dtype=torch.bool)),
+        "^tgt_key_padding_mask must be \\[B, 3\\], got \\(2, 5\\)$":
+            lambda: dec(x, memory, tgt_key_padding_mask=torch.zeros(2, 5, dtype=torch.bool)),
+        "^memory_mask must be \\[3, 5\\], got \\(3, 3\\)$":
+            lambda: dec(x, memory, memory_mask=torch.zeros(3, 3, dtype=torch.bool)),
+        "^tgt and memory must hold the same batch, got \\(2, 3, 16\\), \\(1, 5, 16\\) and \\(1, 5, 16\\) "
+        "\\(batch_first=True\\)$": lambda: dec(x, memory[:1]),
+        "^memory must be \\[B, L, 16\\] complex, got \\(2, 5, 8\\)$": lambda: dec(x, torch.randn(2, 5, 8, dtype=c)),
+        "^memory must be a complex tensor \\(torch.complex64\\), got torch.float32$": lambda: dec(x, memory.real),
+    }
+    for message, call in bad.items():
+        with pytest.raises((ValueError, TypeError), match=message):
+            call()
 
 
 # --- stop 70: edge cases found by a review -------------------------------------------------------------------

@@ -24,8 +24,7 @@ def merge_masks(query_len: int, key_len: int, key_padding_mask: Tensor | None = 
     """
     allowed = None
     if attn_mask is not None:
-        if attn_mask.dtype != torch.bool:
-            raise TypeError(f"attn_mask must be boolean (True = not allowed), got dtype {attn_mask.dtype}")
+        attn_mask = _as_boolean_mask(attn_mask, "attn_mask", "True = not allowed")
         if attn_mask.dim() == 3 and num_heads is not None and batch_size is not None:
             expected = (batch_size * num_heads, query_len, key_len)
             if tuple(attn_mask.shape) != expected:
@@ -42,13 +41,29 @@ def merge_masks(query_len: int, key_len: int, key_padding_mask: Tensor | None = 
     if allowed is not None:
         allowed = allowed.view(1, 1, query_len, key_len) if allowed.dim() == 2 else allowed
     if key_padding_mask is not None:
-        if key_padding_mask.dtype != torch.bool:
-            raise TypeError(f"key_padding_mask must be boolean (True = padding), got dtype {key_padding_mask.dtype}")
+        key_padding_mask = _as_boolean_mask(key_padding_mask, "key_padding_mask", "True = padding")
         if key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != key_len:
             raise ValueError(f"key_padding_mask must be [B, {key_len}], got {tuple(key_padding_mask.shape)}")
         keys = (~key_padding_mask)[:, None, None, :]
         allowed = keys if allowed is None else allowed & keys
     return allowed
+
+
+def _as_boolean_mask(mask: Tensor, name: str, meaning: str) -> Tensor:
+    """``mask`` as a boolean mask (True = masked). A floating-point mask is taken as ``nn.MultiheadAttention``
+    takes it, added to the scores, when it holds only 0 and -inf (what
+    ``nn.Transformer.generate_square_subsequent_mask`` gives): -inf masks, 0 keeps. Other additive biases are
+    refused (the masks here select keys; they do not weigh them)."""
+    if mask.dtype == torch.bool:
+        return mask
+    if not mask.is_floating_point():
+        raise TypeError(f"{name} must be boolean ({meaning}) or floating point holding 0 and -inf, got dtype "
+                        f"{mask.dtype}")
+    masked = mask == float("-inf")
+    if not bool((masked | (mask == 0)).all()):
+        raise ValueError(f"{name}: a floating-point mask may hold only 0 (keep) and -inf (mask); additive biases "
+                         "are not supported, give a boolean mask")
+    return masked
 
 
 class ComplexMultiheadAttention(nn.Module):
@@ -71,7 +86,9 @@ class ComplexMultiheadAttention(nn.Module):
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
 
     Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean
-    ``attn_mask [Lq, Lk]`` or ``[B * num_heads, Lq, Lk]`` are True where attention is NOT allowed; ``is_causal=True`` lets query
+    ``attn_mask [Lq, Lk]`` or ``[B * num_heads, Lq, Lk]`` are True where attention is NOT allowed (a floating-point
+    mask holding only 0 and -inf, such as ``nn.Transformer.generate_square_subsequent_mask``'s, is taken too;
+    other additive biases are refused); ``is_causal=True`` lets query
     ``i`` see keys up to ``i + Lk - Lq`` (so a cached prefix of keys works for step-wise decoding).
     (:func:`complexorder.nn.functional.complex_scaled_dot_product_attention` itself takes the
     opposite, ``scaled_dot_product_attention`` convention: True = allowed.)

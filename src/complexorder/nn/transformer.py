@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import Tensor, nn
 
@@ -12,6 +14,31 @@ from .linear import ComplexLinear
 from .normalization import ComplexLayerNorm
 
 __all__ = ["ComplexTransformerEncoderLayer", "ComplexTransformerDecoderLayer"]
+
+
+def _attend(attention: ComplexMultiheadAttention, names: dict[str, str], *args, **kwargs) -> Tensor:
+    """``attention(*args, **kwargs)``'s output, with its argument errors told in the layer's own argument names
+    (``src_key_padding_mask``, not ``key_padding_mask``; ``memory``, not ``key``): the attention's checks know only
+    their own."""
+    try:
+        out, _ = attention(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        for inner, outer in names.items():
+            message = re.sub(rf"(?<![\w-]){re.escape(inner)}(?![\w-])", outer, message)
+        if message == str(exc):
+            raise
+        raise type(exc)(message) from None
+    return out
+
+
+#: The attention's words -> the layers' arguments (the whole phrase first: the cross-attention's key and value
+#: are both the memory).
+_ENCODER_SELF = {"attn_mask": "src_mask", "key_padding_mask": "src_key_padding_mask", "query": "src"}
+_DECODER_SELF = {"attn_mask": "tgt_mask", "key_padding_mask": "tgt_key_padding_mask", "query": "tgt"}
+_DECODER_CROSS = {"query, key and value must hold the same batch (and key and value the same length)":
+                  "tgt and memory must hold the same batch", "attn_mask": "memory_mask",
+                  "key_padding_mask": "memory_key_padding_mask", "query": "tgt", "key": "memory"}
 
 
 class _FeedForward(nn.Module):
@@ -81,7 +108,8 @@ class ComplexTransformerEncoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def _sa(self, x: Tensor, attn_mask, key_padding_mask, is_causal) -> Tensor:
-        out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=is_causal)
+        out = _attend(self.self_attn, _ENCODER_SELF, x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                      is_causal=is_causal)
         return self.dropout1(out)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
@@ -142,13 +170,13 @@ class ComplexTransformerDecoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def _sa(self, x, mask, kpm, causal, cache):
-        out, _ = self.self_attn(x, x, x, key_padding_mask=kpm, attn_mask=mask, is_causal=causal,
-                                cache=None if cache is None else cache.setdefault("self", {}))
+        out = _attend(self.self_attn, _DECODER_SELF, x, x, x, key_padding_mask=kpm, attn_mask=mask, is_causal=causal,
+                      cache=None if cache is None else cache.setdefault("self", {}))
         return self.dropout1(out)
 
     def _ca(self, x, memory, mask, kpm, cache):
-        out, _ = self.cross_attn(x, memory, memory, key_padding_mask=kpm, attn_mask=mask,
-                                 cache=None if cache is None else cache.setdefault("cross", {}), static_kv=True)
+        out = _attend(self.cross_attn, _DECODER_CROSS, x, memory, memory, key_padding_mask=kpm, attn_mask=mask,
+                      cache=None if cache is None else cache.setdefault("cross", {}), static_kv=True)
         return self.dropout2(out)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
