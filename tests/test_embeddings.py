@@ -1,6 +1,7 @@
 """The embedding family against the paper's equations written out by hand."""
 
 import cmath
+import copy
 import math
 import re
 
@@ -359,6 +360,17 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
         with pytest.raises(ValueError, match=r"^positions must be finite real numbers, got 1e\+300 \(not finite in "
                                              r"torch.float32\)$"):
             emb(torch.tensor([[1, 2]]), torch.tensor([0.0, 1e300], dtype=torch.float64))
+    far = torch.tensor([2 ** 24, 2 ** 24 + 1])  # one float32 number: the two positions got one encoding
+    if name in ("tpe", "complex-order"):
+        with pytest.raises(ValueError, match=r"^positions: integers up to 2\*\*24 = 16,777,216 are exact in float32, got "
+                                             r"16777217; use a float64 embedding \(\.double\(\)\), or count positions "
+                                             r"from a nearer origin$"):
+            emb(torch.tensor([[1, 1]]), far)
+        out = copy.deepcopy(emb).double()(torch.tensor([[1, 1]]), far)
+        assert not torch.equal(out[0, 0], out[0, 1])
+    elif name != "pe":  # positions validated and ignored: no limit
+        out = emb(torch.tensor([[1, 1]]), far)
+        assert torch.equal(out[0, 0], out[0, 1])
     for v, d in ((0, 4), (10, 0), (-1, 4)):
         with pytest.raises(ValueError, match=rf"^num_embeddings and embedding_dim must be positive integers, got {v} and {d}$"):
             co.build_embedding(name, v, d)

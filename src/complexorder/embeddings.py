@@ -89,8 +89,9 @@ def _position_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dtype) -> Tensor:
-    """Positions as a ``dtype`` tensor broadcastable to ``tokens`` (default ``0..L-1``)."""
+def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dtype, used: bool = True) -> Tensor:
+    """Positions as a ``dtype`` tensor broadcastable to ``tokens`` (default ``0..L-1``). ``used=False``: an
+    embedding that validates positions and ignores them (no float32 exactness limit then)."""
     if positions is None:
         return torch.arange(tokens.shape[-1], device=tokens.device, dtype=dtype)
     if not isinstance(positions, Tensor):
@@ -107,6 +108,11 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             f"{tuple(tokens.shape)}; expected a shape such as {tuple(tokens.shape)} or ({tokens.shape[-1]},)"
         )
     out = positions.to(device=tokens.device, dtype=dtype)
+    if used and out.dtype == torch.float32 and not positions.is_floating_point() and positions.numel():
+        top = int(positions.abs().max())  # neighbouring integers beyond 2**24 round to one float32 position
+        if top > 2 ** 24:
+            raise ValueError(f"positions: integers up to 2**24 = 16,777,216 are exact in float32, got {top}; use a "
+                             "float64 embedding (.double()), or count positions from a nearer origin")
     # checked after the cast: a finite float64 (or a large integer in half precision) may become inf
     if (positions.is_floating_point() or out.dtype in (torch.float16, torch.bfloat16)) and out.numel():
         finite = torch.isfinite(out)
@@ -320,7 +326,7 @@ class WordEmbedding(nn.Module):
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         if positions is not None:
-            _resolve_positions(tokens, positions, _position_dtype(self.weight.dtype))  # validate only
+            _resolve_positions(tokens, positions, _position_dtype(self.weight.dtype), used=False)  # validate only
         return self.embed_words(tokens)
 
     def _pad_mask(self, tokens: Tensor, x: Tensor) -> Tensor:
@@ -760,7 +766,7 @@ class ComplexVanillaEmbedding(nn.Module):
         _check_tokens(tokens, self.num_embeddings)
         _check_complex_form("ComplexVanillaEmbedding", self.amplitude.dtype)  # a module moved with .to(bfloat16)
         if positions is not None:
-            _resolve_positions(tokens, positions, _position_dtype(self.amplitude.dtype))  # validate only
+            _resolve_positions(tokens, positions, _position_dtype(self.amplitude.dtype), used=False)  # validate only
         if (self.training and self.phase_dropout) or not self.fused:
             return complex_vanilla_embedding_reference(tokens, self.amplitude, self.phase, self.padding_idx, self.sparse,
                                                        phase_dropout=self.phase_dropout if self.training else 0.0)
