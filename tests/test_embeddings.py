@@ -706,3 +706,16 @@ def test_frequency_jitter_must_be_a_finite_number_at_least_zero(bad):
                                          r"N\(0, 1\)\): with frequency_init = 'zeros' it changes nothing; drop one of "
                                          r"them$"):
         ComplexOrderEmbedding(7, 6, frequency_init="zeros", frequency_jitter=0.1)
+
+
+@pytest.mark.parametrize("name", ["none", "pe", "tpe", "complex-vanilla", "complex-order"])
+def test_every_embedding_runs_on_the_meta_device_for_shapes(name):
+    """Built or moved to `meta` (shapes without storage, as for initialising a large model before materialising it),
+    an embedding gives its output's shape and dtype, as nn.Embedding does; the value checks (ids, positions) read
+    values with .item() and failed there, and the fused path's nonzero() has no meta implementation."""
+    emb = co.build_embedding(name, 10, 4, padding_idx=0).to("meta")
+    tokens = torch.tensor([[1, 0, 3]], device="meta")
+    for positions in (None, torch.tensor([[2, 3, 4]], device="meta")):
+        out = emb(tokens, positions)
+        assert out.device.type == "meta" and out.shape == (1, 3, 4)
+        assert out.dtype == (torch.complex64 if name.startswith("complex") else torch.float32)

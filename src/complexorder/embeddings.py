@@ -73,7 +73,7 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
         raise TypeError(f"tokens must be an integer tensor (torch.long or torch.int), got dtype {tokens.dtype}")
     if tokens.dim() == 0:
         raise ValueError("tokens must have at least one dimension [..., L], got a 0-d tensor")
-    if tokens.numel() == 0:
+    if tokens.numel() == 0 or not _values_readable(tokens):
         return
     lo, hi = torch.aminmax(tokens)
     lo, hi = int(lo), int(hi)
@@ -81,6 +81,13 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
         bad = lo if lo < 0 else hi
         raise TokenIdError(f"tokens: id {bad} is outside the vocabulary [0, {num_embeddings}) "
                            f"(num_embeddings={num_embeddings})")
+
+
+def _values_readable(t: Tensor) -> bool:
+    """Whether checks that read a tensor's values (ids in the vocabulary, finite positions) run: not on the ``meta``
+    device (shapes only: no values to read), nor while ``torch.compile`` traces (a read is a host sync and breaks
+    the graph; the compiled model then runs unchecked, as ``nn.Embedding``'s index check is a kernel assertion)."""
+    return t.device.type != "meta" and not torch.compiler.is_compiling()
 
 
 def _position_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -108,6 +115,8 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             f"{tuple(tokens.shape)}; expected a shape such as {tuple(tokens.shape)} or ({tokens.shape[-1]},)"
         )
     out = positions.to(device=tokens.device, dtype=dtype)
+    if not _values_readable(out):
+        return out
     if used and out.dtype == torch.float32 and not positions.is_floating_point() and positions.numel():
         top = int(positions.abs().max())  # neighbouring integers beyond 2**24 round to one float32 position
         if top > 2 ** 24:
@@ -379,7 +388,8 @@ class LearnedPositionalEmbedding(WordEmbedding):
                              "LearnedPositionalEmbedding (without positions, tokens take positions 0 .. L-1); build "
                              "it with a larger max_positions")
         pos = _resolve_positions(tokens, positions, torch.float64)
-        if pos.numel() and (pos.min() < 0 or pos.max() >= self.max_positions or (pos != pos.round()).any()):
+        if pos.numel() and _values_readable(pos) and (pos.min() < 0 or pos.max() >= self.max_positions
+                                                      or (pos != pos.round()).any()):
             raise ValueError(
                 f"positions must be integers in [0, {self.max_positions}) for LearnedPositionalEmbedding "
                 f"(max_positions={self.max_positions}); got values in [{pos.min().item():g}, {pos.max().item():g}]"

@@ -337,7 +337,7 @@ def complex_order_embedding(
     ``[1, D]`` tables always get dense gradients.
     """
     padding_idx = resolve_padding_idx(padding_idx, amplitude, frequency, initial_phase)
-    if positions.requires_grad and torch.is_grad_enabled():
+    if (positions.requires_grad and torch.is_grad_enabled()) or tokens.device.type == "meta":  # meta: shapes only
         return complex_order_embedding_reference(tokens, positions, amplitude, frequency, initial_phase,
                                                  padding_idx, sparse)
     return _ComplexOrderWave.apply(tokens, positions, amplitude, frequency, initial_phase,
