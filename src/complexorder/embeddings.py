@@ -238,6 +238,19 @@ def sinusoidal_frequencies(num_frequencies: int, d_model: int | None = None, bas
 
     With ``d_model`` omitted it is ``2 * num_frequencies``: a complex embedding of ``D``
     dimensions is the real sinusoidal encoding of ``d_model = 2D`` (paper appendix A, Eq. 8).
+
+    Args:
+        num_frequencies: how many frequencies, ``k = 0, ..., num_frequencies - 1``.
+        d_model: width of the real encoding in the exponent (default ``None``: ``2 * num_frequencies``).
+        base: the geometric base (default 10000).
+        dtype: of the result, and of the computation (default ``torch.float64``).
+
+    Shape: output ``[num_frequencies]``.
+
+    Examples::
+
+        >>> sinusoidal_frequencies(4)  # 10000 ** (-2k / 8)
+        tensor([1.0000, 0.1000, 0.0100, 0.0010], dtype=torch.float64)
     """
     d_model = 2 * num_frequencies if d_model is None else d_model
     k = torch.arange(num_frequencies, dtype=torch.float64)
@@ -247,8 +260,20 @@ def sinusoidal_frequencies(num_frequencies: int, d_model: int | None = None, bas
 def sinusoidal_position_encoding(positions: Tensor, d_model: int, base: float = 10000.0) -> Tensor:
     """Paper Eq. 7: ``PE_2k = sin(pos w_k)``, ``PE_2k+1 = cos(pos w_k)``, ``w_k = base^(-2k/d_model)``.
 
+    Args:
+        positions: integer or float tensor of positions.
+        d_model: width of the encoding (an odd width drops the last cosine).
+        base: the geometric base of the frequencies (default 10000).
+
     Shape: ``positions [...]`` -> ``[..., d_model]``. Computed in float32 (float64 inputs stay
     float64), so positions need no table and may be unbounded or fractional.
+
+    Examples::
+
+        >>> sinusoidal_position_encoding(torch.arange(3), 4)  # [sin(pos), cos(pos), sin(pos / 100), cos(pos / 100)]
+        tensor([[ 0.0000,  1.0000,  0.0000,  1.0000],
+                [ 0.8415,  0.5403,  0.0100,  0.9999],
+                [ 0.9093, -0.4161,  0.0200,  0.9998]])
     """
     dtype = positions.dtype if positions.dtype == torch.float64 else torch.float32
     half = (d_model + 1) // 2
@@ -263,6 +288,20 @@ def complex_to_real(z: Tensor, dim: int = -1) -> Tensor:
 
     Lets a real-valued network consume a complex embedding: ``[..., D]`` complex becomes
     ``[..., 2D]`` real ``[Re z, Im z]``. Real inputs are returned unchanged.
+
+    Args:
+        z: a complex tensor (a real one is returned as it is).
+        dim: the dimension along which the parts are concatenated (default -1).
+
+    Shape: ``z [..., D]`` complex -> ``[..., 2D]`` real (float32 for complex64); with another ``dim``, that
+    dimension doubles.
+
+    Examples::
+
+        >>> complex_to_real(torch.tensor([[1 + 2j, 3 - 4j]]))
+        tensor([[ 1.,  3.,  2., -4.]])
+        >>> complex_to_real(torch.randn(2, 3, dtype=torch.complex64), dim=0).shape
+        torch.Size([4, 3])
     """
     if not isinstance(z, Tensor):
         raise TypeError(f"z must be a torch.Tensor (complex or real), got {type(z).__name__}")

@@ -20,7 +20,26 @@ CLASSIFIERS: dict[str, type[nn.Module]] = {
 
 
 def build_classifier(architecture: str, embedding: nn.Module, num_classes: int, **options: Any) -> nn.Module:
-    """The classifier ``architecture`` (one of :data:`CLASSIFIERS`) over ``embedding``."""
+    """The classifier ``architecture`` (one of :data:`CLASSIFIERS`) over ``embedding``.
+
+    Args:
+        architecture: ``"fasttext"``, ``"cnn"``, ``"lstm"`` or ``"transformer"`` (:class:`FastTextClassifier`,
+            :class:`CNNClassifier`, :class:`LSTMClassifier`, :class:`TransformerClassifier`); another name is a
+            ``ValueError``.
+        embedding: any module of :mod:`complexorder.embeddings`; the classifier is complex when it is.
+        num_classes: output classes.
+        **options: keyword arguments of that class (``hidden``, ``filters``, ``dropout``, ``share_weights``, ...).
+
+    Shape: the model maps ``tokens [B, L]`` to ``logits [B, num_classes]``.
+
+    Examples::
+
+        >>> import torch
+        >>> from complexorder import build_embedding
+        >>> model = build_classifier("cnn", build_embedding("complex-order", 100, 16, padding_idx=0), 2, filters=4)
+        >>> type(model).__name__, model(torch.randint(1, 100, (3, 12))).shape
+        ('CNNClassifier', torch.Size([3, 2]))
+    """
     if architecture not in CLASSIFIERS:
         raise ValueError(f"unknown model {architecture!r}; valid names: {', '.join(CLASSIFIERS)}")
     return CLASSIFIERS[architecture](embedding, num_classes, **options)

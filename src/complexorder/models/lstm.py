@@ -17,7 +17,16 @@ class LSTMClassifier(nn.Module):
     With a complex embedding the LSTM is :class:`~complexorder.nn.ComplexLSTM` (paper Eq. 12) and
     its last hidden state is read out with the modulus. Variable lengths are handled by packing.
 
-    Shape: ``tokens [B, L]`` -> ``logits [B, num_classes]``.
+    Args:
+        embedding: any module of :mod:`complexorder.embeddings` (real: :class:`torch.nn.LSTM`; complex:
+            :class:`~complexorder.nn.ComplexLSTM`).
+        num_classes: output classes.
+        hidden: width of the LSTM's hidden state (default 128).
+        dropout: dropout on the embeddings and the last hidden state, in ``[0, 1)`` (default 0.5).
+        share_weights: ``A = B``, ``c = d`` in the complex LSTM's gates (ignored with a real embedding).
+
+    Shape: ``tokens [B, L]``, padded at the end with the embedding's ``padding_idx`` (each row is read up to its
+    number of non-padding tokens) -> ``logits [B, num_classes]``.
 
     Examples::
 

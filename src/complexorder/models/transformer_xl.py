@@ -119,6 +119,39 @@ class TransformerXLConfig:
 
     ``mem_len``, ``same_length`` and ``clamp_len`` are the training values; evaluation may use
     others through :meth:`TransformerXL.reset_length` (e.g. a longer memory).
+
+    Args:
+        vocab_size: number of tokens (default 27, text8's characters).
+        embedding: the input layer: ``"vanilla"`` (default), ``"complex-vanilla"``, ``"complex-order"``, ``"pe"``
+            or ``"tpe"`` (see the module docstring).
+        n_layer, n_head, d_model, d_head, d_inner: layers, heads, hidden width, width per head and inner width of
+            the feed-forward block (defaults 6, 8, 512, 64, 2048).
+        d_embed: real features out of the embedding (a complex one has ``d_embed / 2`` complex dimensions, so
+            ``d_embed`` is even), projected to ``d_model`` when they differ; ``None`` (default): ``d_model``.
+            Must stay unset with ``network="complex"``.
+        dropout, dropatt: dropout in the network (embeddings, position encodings, layers, before the output
+            layer) and on the attention weights, each in ``[0, 1)`` (defaults 0.1 and 0).
+        pre_lnorm: layer norm before each block instead of after it (default ``False``).
+        mem_len: hidden states kept per layer for the next segment, ``>= 0`` (default 512).
+        same_length: each query attends only to its ``mem_len`` most recent keys, the same attention length for
+            every query (needs ``mem_len >= 1``; default ``False``).
+        clamp_len: relative distances above it share its encoding; ``<= 0`` (default -1): no clamp.
+        tie_weight: the output layer shares the word table (``"vanilla"`` with ``d_embed == d_model`` only;
+            default ``False``).
+        init_std: standard deviation of the initial weights (default 0.02; see
+            :meth:`TransformerXL.reset_parameters`).
+        frequency_init: ``"complex-order"`` only: the frequencies' start, a name of
+            :class:`~complexorder.ComplexOrderEmbedding`'s ``frequency_init`` (default ``"sinusoidal"``).
+        position_mode: ``"stream"`` (default), ``"segment"`` or ``"word"`` (see the module docstring).
+        separator_id: ``position_mode="word"`` only: the token that ends a word (default 0, text8's space).
+        max_positions: ``"pe"`` only: size of its position table; larger positions share its last vector
+            (default 64).
+        position_scale: ``"tpe"`` only: the factor ``s`` of the sinusoids; ``None`` (default): ``sqrt(2) init_std``.
+        network: ``"real"`` (default) or ``"complex"``: how a complex embedding enters (see the module docstring).
+        attention_score: ``network="complex"`` only: ``"modulus"`` (default, ``|AC| + |BD|``) or ``"real"``
+            (``Re(AC + BD)``).
+        phase_dropout: complex embeddings only: dropout on the phases in training, as
+            :class:`~complexorder.ComplexOrderEmbedding`'s (default 0: none).
     """
 
     vocab_size: int = 27
@@ -413,6 +446,19 @@ class TransformerXL(nn.Module):
           positions: optional ``[B, L]`` or ``[L]`` stream positions (default: the memory's counter,
           see the module docstring).
         - output: ``(logits [B, L, vocab_size], XLMemory)``; logit ``t`` predicts token ``t + 1``.
+
+    Examples::
+
+        >>> cfg = TransformerXLConfig(vocab_size=27, n_layer=2, n_head=2, d_model=16, d_head=8, d_inner=32,
+        ...                           mem_len=8, embedding="complex-order")
+        >>> model = TransformerXL(cfg).eval()
+        >>> x = torch.randint(0, 27, (2, 8))
+        >>> first, memory = model(x[:, :4])
+        >>> second, memory = model(x[:, 4:], memory)  # attends to the first segment through the memory
+        >>> second.shape, memory.length
+        (torch.Size([2, 4, 27]), 8)
+        >>> torch.allclose(torch.cat([first, second], 1), model(x)[0], atol=1e-5)  # = one pass over both segments
+        True
     """
 
     def __init__(self, config: TransformerXLConfig) -> None:

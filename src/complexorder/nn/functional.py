@@ -79,7 +79,31 @@ def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     bias gives ``c = d``); it costs two real products instead of a complex one:
     ``(Ax - Ay + c) + i(Ax + Ay + c)``.
 
-    Shape: ``input [..., in]`` complex, ``weight_* [out, in]``, ``bias_* [out]`` -> ``[..., out]``.
+    Args:
+        input: complex input ``z``.
+        weight_real: real part ``A`` of the weight.
+        weight_imag: imaginary part ``B``; ``None`` (default) shares ``B = A``.
+        bias_real: real part ``c`` of the bias; ``None`` (default): no bias.
+        bias_imag: imaginary part ``d``; ``None`` (default) shares ``d = c``. Needs ``bias_real`` (pass
+            ``bias_real=torch.zeros(out)`` for a purely imaginary bias).
+
+    Shape:
+        - input: ``[..., in]`` complex.
+        - weight_real, weight_imag: ``[out, in]`` real, in the precision of the input's parts.
+        - bias_real, bias_imag: ``[out]`` real.
+        - output: ``[..., out]``, the input's complex dtype.
+
+    Examples::
+
+        >>> z = torch.randn(2, 5, 4, dtype=torch.complex64)
+        >>> A, B, c = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3)
+        >>> out = complex_linear(z, A, B, c)
+        >>> out.shape, out.dtype
+        (torch.Size([2, 5, 3]), torch.complex64)
+        >>> torch.allclose(out, z @ torch.complex(A, B).T + torch.complex(c, c), atol=1e-5)  # bias_imag=None: d = c
+        True
+        >>> torch.allclose(complex_linear(z, A), complex_linear(z, A, A), atol=1e-5)  # weight_imag=None: B = A
+        True
     """
     _require_complex("input", input)
     _check_biases(bias_real, bias_imag)
@@ -104,7 +128,26 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
     ``padding=0`` is the narrow (valid) convolution of the paper. ``weight_imag=None`` shares
     ``A = B`` (and ``c = d``) as :func:`complex_linear`.
 
-    Shape: ``input [N, C_in, L]`` complex, ``weight_* [C_out, C_in, k]`` -> ``[N, C_out, L_out]``.
+    Args:
+        input: complex input.
+        weight_real, weight_imag: real kernels ``A`` and ``B``; ``weight_imag=None`` (default) shares ``B = A``.
+        bias_real, bias_imag: real biases ``c`` and ``d``; ``bias_real=None`` (default): no bias;
+            ``bias_imag=None`` shares ``d = c`` and needs ``bias_real``.
+        stride, padding, dilation: integers, as :func:`torch.nn.functional.conv1d` (defaults 1, 0, 1).
+
+    Shape:
+        - input: ``[N, C_in, L]`` complex (batched only).
+        - weight_real, weight_imag: ``[C_out, C_in, k]`` real; bias_real, bias_imag: ``[C_out]`` real.
+        - output: ``[N, C_out, L_out]`` complex, ``L_out = (L + 2 padding - dilation (k - 1) - 1) // stride + 1``.
+
+    Examples::
+
+        >>> x = torch.randn(2, 4, 10, dtype=torch.complex64)
+        >>> w = torch.randn(3, 4, 3)
+        >>> complex_conv1d(x, w).shape  # narrow: L_out = 10 - 3 + 1
+        torch.Size([2, 3, 8])
+        >>> complex_conv1d(x, w, torch.randn(3, 4, 3), padding=1).shape
+        torch.Size([2, 3, 10])
     """
     _require_complex("input", input)
     _check_biases(bias_real, bias_imag)
@@ -127,7 +170,19 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
 
 
 def split_activation(input: Tensor, activation: Callable[[Tensor], Tensor]) -> Tensor:
-    r"""Split activation ``f(z) = sigma(Re z) + i sigma(Im z)`` (paper Eq. 10/12)."""
+    r"""Split activation ``f(z) = sigma(Re z) + i sigma(Im z)`` (paper Eq. 10/12).
+
+    Args:
+        input: complex tensor.
+        activation: a real function ``sigma`` (e.g. :func:`torch.relu`), applied to each part.
+
+    Shape: ``input [*]`` complex -> ``[*]`` complex.
+
+    Examples::
+
+        >>> split_activation(torch.tensor([1 - 2j, -3 + 4j]), torch.relu)
+        tensor([1.+0.j, 0.+4.j])
+    """
     _require_complex("input", input)
     return torch.complex(activation(input.real), activation(input.imag))
 
@@ -137,6 +192,19 @@ def complex_dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Ten
 
     Dropping the complex number (not its parts separately) keeps the phase of surviving units,
     which is where the complex-order embedding stores position.
+
+    Args:
+        input: complex tensor.
+        p: probability of dropping a unit, in ``[0, 1]`` (default 0.5).
+        training: apply dropout (default ``True``); ``False`` returns ``input`` itself.
+
+    Shape: ``input [*]`` complex -> ``[*]`` complex.
+
+    Examples::
+
+        >>> out = complex_dropout(torch.full((2, 4), 1 + 1j), p=0.5)
+        >>> bool(((out == 0) | (out == 2 + 2j)).all())  # a unit is dropped whole or scaled by 2
+        True
     """
     _require_complex("input", input)
     check_dropout(p, "dropout probability p")
@@ -153,6 +221,23 @@ def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight:
 
     ``weight``/``bias`` are real ``[2, *normalized_shape]``: row 0 for the real part, row 1 for
     the imaginary part.
+
+    Args:
+        input: complex tensor.
+        normalized_shape: the trailing dimensions to normalise over, a tuple of ints (as
+            :func:`torch.nn.functional.layer_norm`, but not a bare int).
+        weight, bias: optional real ``[2, *normalized_shape]`` affine parameters (default ``None``: none), in the
+            precision of the input's parts.
+        eps: added to the variance (default ``1e-5``).
+
+    Shape: ``input [*, *normalized_shape]`` complex -> same shape, complex.
+
+    Examples::
+
+        >>> z = torch.randn(2, 5, 8, dtype=torch.complex64)
+        >>> out = complex_layer_norm(z, (8,), weight=torch.ones(2, 8), bias=torch.zeros(2, 8))
+        >>> out.shape, torch.allclose(out.imag.mean(-1), torch.zeros(2, 5), atol=1e-5)  # each part centred
+        (torch.Size([2, 5, 8]), True)
     """
     _require_complex("input", input)
     for affine in (weight, bias):  # F.layer_norm refuses the mix; the products below would promote it silently
@@ -205,6 +290,19 @@ def modulus(input: Tensor, eps: float = 0.0) -> Tensor:
     """The read-out ``|z| = sqrt(Re z^2 + Im z^2)`` of the last layer (real output).
 
     With ``eps > 0`` it is ``sqrt(|z|^2 + eps)``, differentiable at ``z = 0``.
+
+    Args:
+        input: complex tensor.
+        eps: a finite number ``>= 0`` (default 0: the exact modulus).
+
+    Shape: ``input [*]`` complex -> ``[*]`` real (float32 for complex64).
+
+    Examples::
+
+        >>> modulus(torch.tensor([3 + 4j, 0j]))
+        tensor([5., 0.])
+        >>> modulus(torch.tensor([3 + 4j, 0j]), eps=1e-6)
+        tensor([5.0000e+00, 1.0000e-03])
     """
     _require_complex("input", input)
     check_modulus_eps(eps)
@@ -218,6 +316,23 @@ def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tens
 
     The mask is aligned bottom-right, so with a cache of earlier keys (``Lk > Lq``) the last
     query is the newest position and sees every key.
+
+    Args:
+        query_len: number of queries ``Lq``.
+        key_len: number of keys ``Lk`` (default ``None``: ``Lq``).
+        device: where to build the mask (default ``None``: torch's default device).
+
+    Shape: output ``[Lq, Lk]`` bool.
+
+    Examples::
+
+        >>> causal_mask(3)
+        tensor([[ True, False, False],
+                [ True,  True, False],
+                [ True,  True,  True]])
+        >>> causal_mask(2, 4)  # two new queries after two cached keys
+        tensor([[ True,  True,  True, False],
+                [ True,  True,  True,  True]])
     """
     key_len = query_len if key_len is None else key_len
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril(key_len - query_len)
@@ -228,7 +343,11 @@ ATTENTION_SCORES = ("modulus", "real", "bilinear")
 
 
 def check_attention_score(score: str) -> str:
-    """``score`` if it is one of :data:`ATTENTION_SCORES`, else a one-line ``ValueError``."""
+    """``score`` if it is one of :data:`ATTENTION_SCORES`, else a one-line ``ValueError``.
+
+    Args:
+        score: the name to check: ``"modulus"``, ``"real"`` or ``"bilinear"``.
+    """
     if score not in ATTENTION_SCORES:
         raise ValueError(f"score must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
     return score
@@ -262,13 +381,31 @@ def complex_scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tens
         value: ``[..., Lk, dv]`` complex.
         mask: boolean, broadcastable to ``[..., Lq, Lk]``, True where attention is allowed (the
             convention of :func:`torch.nn.functional.scaled_dot_product_attention`). A query with
-            no allowed key gets zero weights and a zero output.
-        dropout_p: dropout on the attention weights (only when ``training``).
+            no allowed key gets zero weights and a zero output. Default ``None``: every key.
+        dropout_p: dropout on the attention weights (only when ``training``), in ``[0, 1]`` (default 0).
+        training: apply ``dropout_p`` (default ``True``).
         scale: defaults to ``1 / sqrt(d)``.
-        score: ``"modulus"`` (paper Eq. 14), ``"real"`` or ``"bilinear"``.
+        score: ``"modulus"`` (paper Eq. 14, the default), ``"real"`` or ``"bilinear"``.
+
+    Shape:
+        - query: ``[..., Lq, d]``, key: ``[..., Lk, d]``, value: ``[..., Lk, dv]`` complex, all with the same
+          number of dimensions (leading ones broadcast as in :func:`torch.matmul`).
+        - mask: broadcastable to ``[..., Lq, Lk]``, with no more dimensions than the query.
+        - output: ``[..., Lq, dv]`` complex; weights: ``[..., Lq, Lk]`` real, each row summing to 1 (0 for a
+          fully masked query).
 
     Returns:
         ``(output [..., Lq, dv] complex, weights [..., Lq, Lk] real)``.
+
+    Examples::
+
+        >>> q = torch.randn(2, 4, 3, 8, dtype=torch.complex64)  # [B, H, Lq, d]
+        >>> k, v = torch.randn(2, 4, 5, 8, dtype=torch.complex64), torch.randn(2, 4, 5, 6, dtype=torch.complex64)
+        >>> out, weights = complex_scaled_dot_product_attention(q, k, v, mask=causal_mask(3, 5))
+        >>> out.shape, out.dtype, weights.shape, weights.dtype
+        (torch.Size([2, 4, 3, 6]), torch.complex64, torch.Size([2, 4, 3, 5]), torch.float32)
+        >>> bool(weights[..., 0, 3:].abs().max() == 0), torch.allclose(weights.sum(-1), torch.ones(2, 4, 3))
+        (True, True)
     """
     for name, z in (("query", query), ("key", key), ("value", value)):
         _require_complex(name, z)

@@ -69,13 +69,22 @@ class ComplexTransformerEncoderLayer(nn.Module):
 
     Args:
         d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first:
-            as :class:`torch.nn.TransformerEncoderLayer` (``batch_first`` defaults to True here).
+            as :class:`torch.nn.TransformerEncoderLayer` (``batch_first`` defaults to True here;
+            ``activation``, default ``"relu"``, is a name of :class:`SplitActivation` or a real callable,
+            applied to each part).
         share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` (paper Table 4).
         share_ffn_weights: the same sharing in the feed-forward block.
-        attention_score: ``"modulus"`` (paper Eq. 14), ``"real"`` or ``"bilinear"`` (see
+        attention_score: ``"modulus"`` (paper Eq. 14, the default), ``"real"`` or ``"bilinear"`` (see
             :class:`ComplexMultiheadAttention`).
+        device, dtype: of the real parameters (``dtype=torch.float64`` takes ``complex128`` inputs).
 
-    Shape: ``src [B, L, d_model]`` complex -> same. ``src_key_padding_mask [B, L]`` True = padding.
+    Shape:
+        - src: ``[B, L, d_model]`` complex (``[L, B, d_model]`` with ``batch_first=False``).
+        - src_mask: optional ``[L, L]`` or ``[B * nhead, L, L]``, True where attention is NOT allowed (a float
+          mask of 0 and -inf is taken too), as :class:`ComplexMultiheadAttention`'s ``attn_mask``.
+        - src_key_padding_mask: optional ``[B, L]``, True = padding.
+        - is_causal: ``True`` applies the causal mask itself (with ``src_mask``, if given, on top).
+        - output: same shape as ``src``, complex.
 
     Examples::
 
@@ -133,7 +142,27 @@ class ComplexTransformerDecoderLayer(nn.Module):
     newest target token costs one position. Pass ``tgt_is_causal=True`` also in that case (the
     causal mask is bottom-right aligned).
 
-    Shape: ``tgt [B, Lt, d]``, ``memory [B, Ls, d]`` complex -> ``[B, Lt, d]`` complex.
+    Args:
+        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first:
+            as :class:`torch.nn.TransformerDecoderLayer` (``batch_first`` defaults to True here;
+            ``activation``, default ``"relu"``, is a name of :class:`SplitActivation` or a real callable,
+            applied to each part).
+        share_weights: real/imaginary weight sharing in ``W^{Q/K/V}`` of both attentions (paper Table 4).
+        share_ffn_weights: the same sharing in the feed-forward block.
+        attention_score: ``"modulus"`` (paper Eq. 14, the default), ``"real"`` or ``"bilinear"``, in both
+            attentions (see :class:`ComplexMultiheadAttention`).
+        device, dtype: of the real parameters (``dtype=torch.float64`` takes ``complex128`` inputs).
+
+    Shape:
+        - tgt: ``[B, Lt, d_model]``, memory: ``[B, Ls, d_model]`` complex (``[Lt, B, d_model]`` and
+          ``[Ls, B, d_model]`` with ``batch_first=False``).
+        - tgt_mask: optional ``[Lt, Lt]`` or ``[B * nhead, Lt, Lt]``; memory_mask: optional ``[Lt, Ls]`` or
+          ``[B * nhead, Lt, Ls]``; True where attention is NOT allowed (a float mask of 0 and -inf is taken
+          too).
+        - tgt_key_padding_mask: optional ``[B, Lt]``; memory_key_padding_mask: optional ``[B, Ls]``; True =
+          padding. With a ``cache``, the target masks' key dimension counts the cached positions too.
+        - tgt_is_causal: ``True`` applies the causal mask itself.
+        - output: same shape as ``tgt``, complex.
 
     Examples::
 
