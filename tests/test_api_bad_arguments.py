@@ -202,6 +202,20 @@ def test_every_embedding_takes_the_token_dtypes_of_f_embedding_and_names_the_oth
             embedding(torch.tensor([[1, 2]], dtype=dtype))
 
 
+def test_from_pretrained_names_freeze_amplitude_when_given_nn_embeddings_freeze():
+    """`freeze=True`, nn.Embedding.from_pretrained's argument, failed in the constructor with "got an unexpected
+    keyword argument 'freeze'", which named neither from_pretrained nor the argument it takes."""
+    matrix = torch.randn(5, 4)
+    for cls in (co.ComplexOrderEmbedding, co.ComplexVanillaEmbedding):
+        with pytest.raises(TypeError, match=exactly(f"{cls.__name__}.from_pretrained takes freeze_amplitude, not freeze "
+                                                    "(default False: the amplitudes train, unlike "
+                                                    "nn.Embedding.from_pretrained's freeze=True; the other tables "
+                                                    "always train)")):
+            cls.from_pretrained(matrix, freeze=True)
+        assert not cls.from_pretrained(matrix, freeze_amplitude=True).amplitude.requires_grad
+        assert cls.from_pretrained(matrix).amplitude.requires_grad
+
+
 def test_an_lstm_state_in_another_dtype_than_the_input_is_named():
     """A complex128 (h_0, c_0) given to a float32 ComplexLSTM was rounded to float32 without a word."""
     lstm = cnn.ComplexLSTM(4, 3)

@@ -173,6 +173,10 @@ def _from_pretrained(cls: type, amplitude: Tensor, freeze_amplitude: bool, kwarg
     if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
         got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
         raise ValueError(f"amplitude must be a 2-d [V, D] tensor, got {got}")
+    if "freeze" in kwargs:  # nn.Embedding.from_pretrained's argument; here the constructor's "unexpected keyword"
+        raise TypeError(f"{cls.__name__}.from_pretrained takes freeze_amplitude, not freeze (default False: the "
+                        "amplitudes train, unlike nn.Embedding.from_pretrained's freeze=True; the other tables always "
+                        "train)")
     if amplitude.is_floating_point():  # as nn.Embedding.from_pretrained: the matrix's dtype (float64 stays float64)
         kwargs = {"dtype": amplitude.dtype, **kwargs}
     emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
@@ -652,7 +656,10 @@ class ComplexOrderEmbedding(nn.Module):
 
     @classmethod
     def from_pretrained(cls, amplitude: Tensor, *, freeze_amplitude: bool = False, **kwargs: Any) -> "ComplexOrderEmbedding":
-        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors)."""
+        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors), in its dtype.
+
+        ``freeze_amplitude=True`` keeps the amplitudes fixed; the default trains them (``nn.Embedding.from_pretrained``
+        freezes by default). Other keyword arguments go to the constructor."""
         return _from_pretrained(cls, amplitude, freeze_amplitude, kwargs)
 
     @torch.no_grad()
@@ -804,7 +811,8 @@ class ComplexVanillaEmbedding(nn.Module):
     @classmethod
     def from_pretrained(cls, amplitude: Tensor, *, freeze_amplitude: bool = False,
                         **kwargs: Any) -> "ComplexVanillaEmbedding":
-        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors); phases start at random."""
+        """Build from a pretrained ``[V, D]`` amplitude matrix (e.g. word2vec vectors), in its dtype; phases start at
+        random. ``freeze_amplitude`` as :meth:`ComplexOrderEmbedding.from_pretrained`."""
         return _from_pretrained(cls, amplitude, freeze_amplitude, kwargs)
 
     def sparse_parameters(self) -> list[nn.Parameter]:
