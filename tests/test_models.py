@@ -431,3 +431,17 @@ def test_cross_entropy_of_probabilities_is_the_authors_second_softmax_written_ou
     with pytest.raises(ValueError, match=r"^loss must be one of 'cross-entropy', 'cross-entropy-of-probabilities', "
                                          r"got 'nll'$"):
         train_classifier(model, data, None, epochs=1, batch_size=48, lr=1e-3, progress=False, loss="nll")
+
+
+@pytest.mark.parametrize("architecture", ["fasttext", "cnn", "lstm", "transformer"])
+def test_a_float64_embedding_builds_a_float64_classifier(architecture):
+    """The layers were built in float32 whatever the embedding: a float64 embedding failed at the first call
+    ("mat1 and mat2 must have the same dtype", or the complex layers' dtype error)."""
+    torch.manual_seed(0)
+    tokens = torch.randint(1, 50, (2, 7))
+    for name in ("none", "tpe", "complex-order"):
+        model = build_classifier(architecture, co.build_embedding(name, 50, 16, padding_idx=0, dtype=torch.float64), 3)
+        assert {p.dtype for p in model.parameters()} == {torch.float64}
+        assert model(tokens).dtype == torch.float64
+        model32 = build_classifier(architecture, co.build_embedding(name, 50, 16, padding_idx=0), 3)
+        assert {p.dtype for p in model32.parameters()} == {torch.float32}

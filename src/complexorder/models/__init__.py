@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import nn
 
 from .cnn import CNNClassifier
@@ -26,7 +27,8 @@ def build_classifier(architecture: str, embedding: nn.Module, num_classes: int, 
         architecture: ``"fasttext"``, ``"cnn"``, ``"lstm"`` or ``"transformer"`` (:class:`FastTextClassifier`,
             :class:`CNNClassifier`, :class:`LSTMClassifier`, :class:`TransformerClassifier`); another name is a
             ``ValueError``.
-        embedding: any module of :mod:`complexorder.embeddings`; the classifier is complex when it is.
+        embedding: any module of :mod:`complexorder.embeddings`; the classifier is complex when it is, and its
+            layers take the embedding's device and (float32 or float64) dtype.
         num_classes: output classes.
         **options: keyword arguments of that class (``hidden``, ``filters``, ``dropout``, ``share_weights``, ...).
 
@@ -42,7 +44,13 @@ def build_classifier(architecture: str, embedding: nn.Module, num_classes: int, 
     """
     if architecture not in CLASSIFIERS:
         raise ValueError(f"unknown model {architecture!r}; valid names: {', '.join(CLASSIFIERS)}")
-    return CLASSIFIERS[architecture](embedding, num_classes, **options)
+    model = CLASSIFIERS[architecture](embedding, num_classes, **options)
+    # The layers are built in torch's default dtype on the CPU; an embedding built in float64 or on a GPU takes
+    # them along (a float64 embedding met float32 layers: "mat1 and mat2 must have the same dtype" at the first call).
+    table = next((t for t in embedding.parameters() if t.is_floating_point()), None)
+    if table is not None and table.dtype in (torch.float32, torch.float64):
+        model.to(device=table.device, dtype=table.dtype)
+    return model
 
 
 __all__ = ["CLASSIFIERS", "build_classifier", "CNNClassifier", "FastTextClassifier", "LSTMClassifier",
