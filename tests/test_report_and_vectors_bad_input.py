@@ -182,6 +182,23 @@ def test_vectors_train_names_dim_when_the_vectors_do_not_fit_in_memory(tmp_path,
     assert not (tmp_path / "v.txt").exists()
 
 
+def test_vectors_train_keeps_an_existing_out_file_unless_forced(tmp_path, capsys, corpus_reads):
+    """A trial run (`vectors train --epochs 1`, default --out) replaced vectors/sg300.txt without a word, and every
+    classification unit recorded with the old file's digest then ran again."""
+    out = tmp_path / "v.txt"
+    argv = ["vectors", "train", "--data-dir", str(tmp_path), "--out", str(out), "--dim", "4", "--epochs", "1"]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    digest = json.loads((tmp_path / "v.txt.json").read_text())["sha256"]
+    capsys.readouterr()
+    assert main(argv + ["--seed", "2"]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out {out} exists (sha256 {digest[:12]}…); pass "
+                                               "--force to replace it, or give another --out")
+    assert out.read_bytes() == first and len(corpus_reads) == 1  # refused before the corpus is read
+    assert main(argv + ["--seed", "2", "--force"]) == 0
+    assert out.read_bytes() != first
+
+
 def test_vectors_train_names_min_count_that_leaves_no_word(tmp_path, capsys, corpus_reads):
     assert main(["vectors", "train", "--data-dir", str(tmp_path), "--out", str(tmp_path / "v.txt"),
                  "--min-count", "100000"]) == 2

@@ -61,6 +61,11 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
         torch.set_num_threads(threads)
 
 
+#: The ``--device`` help of every training and evaluation command.
+DEVICE_HELP = ("cpu, cuda or cuda:N (default: $COMPLEXORDER_DEVICE when set, else a GPU when torch sees one, else "
+               "the CPU)")
+
+
 def resolve_device(name: str | None, flag: str = "--device") -> torch.device:
     """The device a command trains or evaluates on: ``name`` (``cpu``, ``cuda``, ``cuda:N``), or with ``None``
     (or ``"auto"``) ``$COMPLEXORDER_DEVICE`` when set, else the first CUDA GPU when torch sees one, else the CPU.

@@ -139,9 +139,9 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice); "
                                                "the benchmarks ran one per process")
-    p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else a GPU when torch "
-                                     "sees one, else the CPU); not part of a unit's identity: a grid may finish "
-                                     "on another device")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else $COMPLEXORDER_DEVICE "
+                                     "when set, else a GPU when torch sees one, else the CPU); not part of a unit's "
+                                     "identity: a grid may finish on another device")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
@@ -158,7 +158,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets")
     t.add_argument("--data-dir", help="data directory whose classification/ and translation/multi30k/ sentences "
                                       "are read (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
-    t.add_argument("--out", default="vectors/sg300.txt", help="output file (word2vec text format)")
+    t.add_argument("--out", default="vectors/sg300.txt",
+                   help="output file, word2vec text format (default: %(default)s); an existing file is kept unless "
+                        "--force")
+    t.add_argument("--force", action="store_true",
+                   help="replace an existing --out (classification units record the vectors' digest, so units "
+                        "trained with the old file run again)")
     t.add_argument("--dim", type=int, default=300, help="vector dimension (default: %(default)s, as GoogleNews word2vec)")
     t.add_argument("--epochs", type=int, default=5, help="passes over the sentences (default: %(default)s, gensim's)")
     t.add_argument("--min-count", type=int, default=1,
@@ -270,6 +275,10 @@ def run_vectors_train(args: argparse.Namespace) -> int:
     if inside:
         raise ValueError(f"--out {args.out} is inside {inside[0]}, which this command reads; write the vectors "
                          "elsewhere (e.g. vectors/sg300.txt)")
+    if Path(args.out).exists() and not args.force:  # a test run must not replace the vectors of earlier results
+        made = vectors_provenance(args.out) or {}
+        digest = f" (sha256 {made['sha256'][:12]}…)" if made.get("sha256") else ""
+        raise ValueError(f"--out {args.out} exists{digest}; pass --force to replace it, or give another --out")
     sentences = unlabeled_sentences(data_dir, include_multi30k=not args.no_multi30k)
     print(f"training {args.dim}-d skip-gram word2vec on {len(sentences):,} sentences "
           f"({sum(map(len, sentences)):,} tokens) from {data_dir}")

@@ -18,12 +18,11 @@ from ..config import (builtin_configs, check_no_repeats, check_seed, config_from
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
-from ..environment import resolve_device, set_threads
+from ..environment import DEVICE_HELP, resolve_device, set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
 EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe", "tpe")
-DEVICE_HELP = "cpu, cuda or cuda:N (default: a GPU when torch sees one, else the CPU)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "test.txt. Reads --source (text8 or text8.zip) or downloads text8.zip.")
     src = t8.add_mutually_exclusive_group(required=True)
     src.add_argument("--source", help="a local text8 or text8.zip file")
-    src.add_argument("--download", action="store_true", help="download text8.zip (needs network)")
+    src.add_argument("--download", action="store_true", help="download text8.zip into DATA_DIR, where a later run finds "
+                     "it (needs network); the split goes to --out")
     t8.add_argument("--sha256", help="your own pinned SHA-256 (64 hex characters), checked instead of Mahoney's: "
                                      "of text8.zip with --download (whose size is always checked), of the --source "
                                      "file or of its text8 content with --source (default: the pinned digests of "

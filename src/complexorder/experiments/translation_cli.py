@@ -13,7 +13,7 @@ from pathlib import Path
 from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
                           resume_point, same_file)
 from ..config import config_to_dict, json_ready
-from ..environment import resolve_device, set_threads
+from ..environment import DEVICE_HELP, resolve_device, set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -38,7 +38,7 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice)")
-    p.add_argument("--device", help="cpu, cuda or cuda:N (default: a GPU when torch sees one, else the CPU)")
+    p.add_argument("--device", help=DEVICE_HELP)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
