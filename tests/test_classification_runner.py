@@ -474,6 +474,35 @@ def test_a_config_that_extends_table4_inherits_its_settings_and_pairs_with_its_u
     assert hashes[0] == hashes[1]
 
 
+def test_a_misspelt_name_in_a_config_file_names_the_file_and_the_key_or_variant(tmp_path, capsys):
+    """A misspelt dataset, embedding or variant embedding in a grid file read "unknown dataset 'MRR'; valid names:
+    ...", naming neither the file nor the key, while the same mistake on the command line names its flag."""
+    from complexorder.cli import main
+
+    cases = {
+        "a.toml": ('extends = "table2"\ndatasets = ["MRR"]\n', "datasets: unknown name 'MRR'; valid names: MR, SUBJ, "
+                   "CR, MPQA, SST2, SST2-sent, TREC"),
+        "b.toml": ('extends = "table2"\nembeddings = ["tpee"]\n', "embeddings: unknown name 'tpee'; valid names: none, "
+                   "pe, tpe, complex-vanilla, complex-order"),
+        "c.toml": ('extends = "table4"\n[[variants]]\nlabel = "x"\nembedding = "complex-ordr"\n',
+                   "variant 'x': unknown embedding 'complex-ordr'; valid names: none, pe, tpe, complex-vanilla, "
+                   "complex-order"),
+        "d.toml": ('extends = "table2"\nmodels = ["cnnn"]\n', "models: unknown name 'cnnn'; valid names: fasttext, cnn, "
+                   "lstm, transformer"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text.replace("\n", f'\nresults = "{tmp_path / "r.jsonl"}"\n', 1))
+        command = "ablate" if "table4" in text else "classify"
+        assert main([command, "--config", str(path), "--dry-run", "--data-dir", str(tmp_path)]) == 2
+        assert capsys.readouterr().err.strip() == f"complexorder: error: {path}: {message}"
+    # a built-in config of the other command says which command runs it
+    assert main(["classify", "--config", "table4", "--dry-run"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "complexorder: error: config table4 is a built-in ablation config: run it with `complexorder ablate --config "
+        "table4` (give a TOML file path or one of the built-in classification configs: table2)")
+
+
 def test_extends_errors_name_the_file_and_what_to_do(tmp_path):
     from complexorder.config import read_extended_toml
 

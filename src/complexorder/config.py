@@ -271,6 +271,12 @@ def find_config(name_or_path: str | Path, task: str) -> Path:
     if builtin is not None:
         return builtin
     wanted = f"give a TOML file path or one of the built-in {task} configs: {', '.join(builtin_configs(task)) or '(none)'}"
+    command = {"classification": "classify", "ablation": "ablate", "translation": "translate train",
+               "lm": "lm train"}
+    other = next((t for t in command if t != task and _builtin(name_or_path, t) is not None), None)
+    if other is not None and task in command:  # classify --config table4: a built-in of another command
+        raise FileNotFoundError(f"config {name_or_path} is a built-in {other} config: run it with `complexorder "
+                                f"{command[other]} --config {name_or_path}` ({wanted})")
     if path.is_dir():
         raise IsADirectoryError(f"config {name_or_path} is a directory; {wanted}")
     raise FileNotFoundError(f"config {name_or_path} not found: {wanted}")

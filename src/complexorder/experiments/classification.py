@@ -220,6 +220,18 @@ class GridConfig:
     def resolved_variants(self) -> list[Variant]:
         return self.variants or [Variant(name, name) for name in self.embeddings]
 
+    def check_names(self, where: str) -> None:
+        """A one-line error naming ``where`` (the config file) and the key or variant of a dataset, model or embedding
+        name that does not exist; :meth:`validate` checks them again after the command line's subsets."""
+        for key, valid in (("datasets", DATASETS), ("models", CLASSIFIERS)):
+            for name in getattr(self, key):
+                if name not in valid:
+                    raise ValueError(f"{where}: {key}: unknown name {name!r}; valid names: {', '.join(valid)}")
+        for v in self.resolved_variants():
+            if v.embedding not in EMBEDDINGS:
+                who = f"variant {v.label!r}: unknown embedding" if self.variants else "embeddings: unknown name"
+                raise ValueError(f"{where}: {who} {v.embedding!r}; valid names: {', '.join(EMBEDDINGS)}")
+
     def validate(self) -> None:
         resolve_device(self.device, "device (config `device` / --device)")
         for key, valid in (("datasets", DATASETS), ("models", CLASSIFIERS)):  # was "0 units ... 0 to run", exit 0

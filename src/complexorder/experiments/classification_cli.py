@@ -200,6 +200,7 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     raw = read_extended_toml(path, task)
     raw.setdefault("name", path.stem)  # a file of one's own without `name` ran (and recorded) as "table2"
     grid = config_from_dict(raw, GridConfig, where=str(path))
+    grid.check_names(str(path))  # before the subsets: a misspelt name in the file is named with the file
     changes = {}
     if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
