@@ -361,6 +361,24 @@ def trained(toy_data, tmp_path_factory):
     return run_dir, summary, messages, config
 
 
+def test_a_run_stopped_mid_epoch_by_max_steps_writes_no_epoch_checkpoint(toy_data, tmp_path):
+    """max_steps inside an epoch wrote epochN.pt for part of that epoch; a resume overwrote it with the whole
+    epoch's, and `translate average --last` counted the partial snapshot as an epoch."""
+    from complexorder.checkpoint import read_jsonl
+
+    config = toy_config("vanilla")  # 96 pairs in batches of 8: 12 steps an epoch
+    short = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=18))
+    summary = train_translation(short, tmp_path, toy_data, progress=False, log=lambda m: None)
+    assert summary["step"] == 18 and not summary["epoch_complete"]
+    assert [p.name for p in tmp_path.glob("epoch*.pt")] == ["epoch1.pt"] and (tmp_path / "last.pt").is_file()
+    log = read_jsonl(tmp_path / "log.jsonl")
+    assert [(r["epoch"], r["step"], r["epoch_complete"]) for r in log] == [(1, 12, True), (2, 18, False)]
+    longer = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=24))
+    train_translation(longer, tmp_path, toy_data, progress=False, log=lambda m: None)
+    assert sorted(p.name for p in tmp_path.glob("epoch*.pt")) == ["epoch1.pt", "epoch2.pt"]
+    assert [(r["epoch"], r["step"], r["epoch_complete"]) for r in read_jsonl(tmp_path / "log.jsonl")][-1] == (2, 24, True)
+
+
 def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, tmp_path, capsys):
     run_dir, summary, messages, config = trained
     assert summary["step"] == 180

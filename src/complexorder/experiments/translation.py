@@ -495,12 +495,14 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
                 save(last_path, full=True)
             if tc.max_steps and state["step"] >= tc.max_steps:
                 break
+        complete = state["batch"] >= len(batches)
         record = {"epoch": epoch, "step": state["step"], "train_loss": state["loss_sum"] / max(1, state["tok_sum"]),
-                  "lr": lr,
+                  "lr": lr, "epoch_complete": complete,
                   "train_seconds": state["train_seconds"], "train_cpu_seconds": state["train_cpu_seconds"],
                   **_validation_loss(model, valid, tc.batch_size, tc.label_smoothing)}
-        save(run_dir / f"epoch{epoch}.pt", full=False, epoch=epoch, valid=record)
-        if state["batch"] >= len(batches):
+        if complete:  # a run stopped by max_steps mid-epoch keeps its weights in last.pt: an epochN.pt of part of
+            # an epoch was overwritten by the resumed epoch's, and counted as an epoch by `translate average --last`
+            save(run_dir / f"epoch{epoch}.pt", full=False, epoch=epoch, valid=record)
             state["epoch"], state["batch"], state["loss_sum"], state["tok_sum"] = epoch + 1, 0, 0.0, 0
         append_jsonl(run_dir / "log.jsonl", {"name": config.name, **record})  # before last.pt: never lost
         save(last_path, full=True)

@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     a = actions.add_parser("average", help="average the weights of checkpoints of one run")
     a.add_argument("checkpoints", nargs="*", help="checkpoints to average")
-    a.add_argument("--run-dir", help="average the last --last epoch checkpoints of this run instead")
+    a.add_argument("--run-dir", help="average the last --last epoch checkpoints (epochN.pt, one per finished "
+                                     "epoch) of this run instead")
     a.add_argument("--last", type=int, default=5, help="how many epoch checkpoints with --run-dir (default 5)")
     a.add_argument("--output", required=True, help="the averaged checkpoint")
 
