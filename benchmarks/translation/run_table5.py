@@ -128,6 +128,10 @@ def paper_numbers() -> dict[str, str]:
 def phase_table(args, root: Path) -> None:
     paper = paper_numbers()
     rows, commands, test_bleu, facts = [], [], {}, {}
+    missing = [str(root / f"{v}.summary.json") for v in args.rows if not (root / f"{v}.summary.json").is_file()]
+    if missing:
+        raise SystemExit(f"run_table5.py: error: no finished run to tabulate: {', '.join(missing)} missing; run the "
+                         "train and eval phases first (--phases train,eval,table)")
     for variant in args.rows:
         s = json.loads((root / f"{variant}.summary.json").read_text())
         last = torch.load(root / variant / "last.pt", map_location="cpu", weights_only=True)
@@ -257,10 +261,14 @@ Validation perplexity after each epoch (val split, teacher forcing; the runs' `l
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--data-dir", default=os.environ.get("COMPLEXORDER_DATA") or "../shared/data",
+                        help="data directory with translation/multi30k (default: $COMPLEXORDER_DATA, else "
+                             "../shared/data)")
     parser.add_argument("--root", default="runs/table5", help="run directories and logs")
     parser.add_argument("--jobs", type=int, default=2, help="trainings at a time (default 2)")
-    parser.add_argument("--phases", default="train,eval,table")
+    parser.add_argument("--phases", default="train,eval,table",
+                        help="comma-separated, in order: train (resumable), eval (val BLEU per epoch checkpoint, "
+                             "test BLEU of the selected one), table (writes --out) (default: %(default)s)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="rows from the packaged configs cpu-<variant> (ignored with --rows)")
     parser.add_argument("--rows", help="LABEL=CONFIG,...: rows from other configs (run directories ROOT/LABEL)")
@@ -275,10 +283,14 @@ def main() -> None:
         args.rows = {label: config for label, _, config in pairs}
     else:
         args.rows = {v: f"cpu-{v}" for v in args.variants.split(",") if v}
+    phases = {"train": phase_train, "eval": phase_eval, "table": phase_table}
+    unknown = [p for p in args.phases.split(",") if p not in phases]
+    if unknown:
+        parser.error(f"--phases: unknown phase {unknown[0]!r}; valid: {', '.join(phases)}")
     root = Path(args.root)
     root.mkdir(parents=True, exist_ok=True)
     for phase in args.phases.split(","):
-        {"train": phase_train, "eval": phase_eval, "table": phase_table}[phase](args, root)
+        phases[phase](args, root)
 
 
 if __name__ == "__main__":
