@@ -445,3 +445,21 @@ def test_a_float64_embedding_builds_a_float64_classifier(architecture):
         assert model(tokens).dtype == torch.float64
         model32 = build_classifier(architecture, co.build_embedding(name, 50, 16, padding_idx=0), 3)
         assert {p.dtype for p in model32.parameters()} == {torch.float32}
+
+
+def test_progress_bars_show_only_on_a_terminal(monkeypatch):
+    """A run redirected to a log file wrote hundreds of carriage-return updates and cursor moves into it."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, shown in ((io.StringIO(), False), (Terminal(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        torch.manual_seed(0)
+        data = word_order_task(64, seed=0)
+        model = make("fasttext", "tpe")
+        train_classifier(model, data, None, epochs=1, batch_size=16, lr=1e-2, progress=True)
+        assert ("\r" in stream.getvalue()) == shown

@@ -61,6 +61,13 @@ def set_threads(threads: int | None, flag: str = "--threads") -> None:
         torch.set_num_threads(threads)
 
 
+def bars_off(progress: bool) -> bool | None:
+    """tqdm's ``disable`` for a command's progress bars: off with ``--no-progress``, else shown only when standard
+    error is a terminal (``None``: tqdm's own check), so that a run redirected to a log file does not fill it with
+    carriage-return updates and cursor moves."""
+    return None if progress else True
+
+
 #: The ``--device`` help of every training and evaluation command.
 DEVICE_HELP = ("cpu, cuda or cuda:N (default: $COMPLEXORDER_DEVICE when set, else a GPU when torch sees one, else "
                "the CPU)")

@@ -33,7 +33,7 @@ from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension
                             vectors_provenance)
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding, embedding_options
-from ..environment import cpu_info, resolve_device
+from ..environment import bars_off, cpu_info, resolve_device
 from ..errors import naming_out_of_memory
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
@@ -635,7 +635,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
         log("note: no word vectors configured (vectors = ...); pretrained models start from random vectors")
     _preflight(grid, todo, cache)
     records = []
-    for unit in tqdm(todo, desc=f"{grid.name} units", disable=not progress, dynamic_ncols=True):
+    for unit in tqdm(todo, desc=f"{grid.name} units", disable=bars_off(progress), dynamic_ncols=True):
         record = run_unit(grid, unit, cache, progress, command)
         append_jsonl(results_path, record)
         records.append(record)

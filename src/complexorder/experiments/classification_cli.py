@@ -142,7 +142,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else $COMPLEXORDER_DEVICE "
                                      "when set, else a GPU when torch sees one, else the CPU); not part of a unit's "
                                      "identity: a grid may finish on another device")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

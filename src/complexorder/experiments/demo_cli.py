@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seed of the data and of every model (default: %(default)s)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice; "
                                                "use 1 when other jobs keep the cores busy)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
     p.set_defaults(func=run)
 
 

@@ -34,7 +34,7 @@ from ..checkpoint import (append_jsonl, check_results_file, check_writable, drop
                           save_checkpoint)
 from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
-from ..environment import resolve_device, rng_state, set_rng_state
+from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
@@ -167,7 +167,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
     try:
         total, count, memory = 0.0, 0, None
         starts = range(0, data.shape[1] - 1, tgt_len)
-        for start in tqdm(starts, desc=f"eval {split}", disable=not progress, leave=False, dynamic_ncols=True):
+        for start in tqdm(starts, desc=f"eval {split}", disable=bars_off(progress), leave=False, dynamic_ncols=True):
             end = min(start + tgt_len, data.shape[1] - 1)
             x, y = data[:, start:end].to(device).long(), data[:, start + 1:end + 1].to(device).long()
             logits, memory = model(x, memory)
@@ -329,7 +329,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         return bpc
 
     model.train()
-    bar = tqdm(total=t.max_steps, initial=state["step"], desc=f"lm {cfg.model.embedding}", disable=not progress,
+    bar = tqdm(total=t.max_steps, initial=state["step"], desc=f"lm {cfg.model.embedding}", disable=bars_off(progress),
                dynamic_ncols=True)
     # train_bpc is averaged over the steps since the last log record: log_interval of them, fewer in the
     # first window after a resume (or at max_steps); each record says how many ("window_steps")

@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--stop-after", type=int, help="stop after this many steps of this call (resume later)")
     tr.add_argument("--threads", type=int, help="torch threads (default: $OMP_NUM_THREADS or torch's default)")
     tr.add_argument("--device", help=DEVICE_HELP)
-    tr.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    tr.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
     tr.set_defaults(func=run_train)
 
     ev = actions.add_parser("eval", help="bits per character of a checkpoint on valid and test",
@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--results", help="append the result as a JSON line to this file")
     ev.add_argument("--threads", type=int, help="torch threads")
     ev.add_argument("--device", help=DEVICE_HELP)
-    ev.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ev.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
     ev.set_defaults(func=run_eval)
 
 

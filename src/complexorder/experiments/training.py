@@ -20,6 +20,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ..data.batching import EncodedDataset, iterate_batches
+from ..environment import bars_off
 from ..errors import RunDirectoryBusy
 
 __all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
@@ -323,7 +324,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     best_acc, best_epoch, best_state = -1.0, 0, None
     history, train_seconds = [], 0.0
     steps_per_epoch = math.ceil(len(train) / batch_size)
-    bar = tqdm(total=epochs * steps_per_epoch, desc=desc, disable=not progress, leave=False, dynamic_ncols=True)
+    bar = tqdm(total=epochs * steps_per_epoch, desc=desc, disable=bars_off(progress), leave=False, dynamic_ncols=True)
     epoch = 0
     for epoch in range(1, epochs + 1):
         model.train()

@@ -31,7 +31,7 @@ from ..checkpoint import (append_jsonl, check_results_file, check_text_output, c
                           is_torch_file, load_checkpoint, save_checkpoint)
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
-from ..environment import resolve_device, rng_state, set_rng_state
+from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
@@ -457,7 +457,7 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     batches_per_epoch = len(make_batches([0] * len(train), tc.batch_size))
     total = tc.max_epochs * batches_per_epoch
     total = min(total, tc.max_steps) if tc.max_steps else total
-    bar = tqdm(total=total, initial=state["step"], desc=config.name, disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=total, initial=state["step"], desc=config.name, disable=bars_off(progress), dynamic_ncols=True)
     model.train()
     lr = inverse_sqrt_lr(max(1, state["step"]), tc.lr, tc.warmup_steps)
     while state["epoch"] <= tc.max_epochs and not (tc.max_steps and state["step"] >= tc.max_steps):
@@ -699,7 +699,7 @@ def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequenc
     encoded = [tokenizer.encode(s) + [EOS] for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
     outputs: list[str] = [""] * len(encoded)
-    bar = tqdm(total=len(encoded), desc="translate", disable=not progress, leave=False, dynamic_ncols=True)
+    bar = tqdm(total=len(encoded), desc="translate", disable=bars_off(progress), leave=False, dynamic_ncols=True)
     for start in range(0, len(order), decode.batch_size):
         idx = order[start:start + decode.batch_size]
         src = _pad([encoded[i] for i in idx]).to(device_of(model))

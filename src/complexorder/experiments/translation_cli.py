@@ -39,7 +39,7 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice)")
     p.add_argument("--device", help=DEVICE_HELP)
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
