@@ -330,3 +330,21 @@ def test_the_default_word2vec_corpus_is_every_sentence_of_the_six_sets_and_the_e
                                                 r"train.en\); pass --no-multi30k to train on the classification "
                                                 r"sentences only$"):
         unlabeled_sentences(tmp_path)
+
+
+def test_a_missing_file_under_the_default_data_directory_says_how_that_folder_was_chosen(tmp_path, monkeypatch):
+    """Someone who forgot to set $COMPLEXORDER_DATA read "expected at ~/.cache/complexorder/data/..." without being
+    told that this was the default."""
+    from complexorder.data.paths import require_file, resolve_data_dir
+
+    monkeypatch.delenv("COMPLEXORDER_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    default = tmp_path / "complexorder" / "data"
+    missing = resolve_data_dir() / "classification" / "TREC" / "train_5500.label"
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"missing data file train_5500.label (expected at {missing}; {default} is the default data directory: "
+            "pass --data-dir or set $COMPLEXORDER_DATA); download it")):
+        require_file(missing, "download it")
+    chosen = resolve_data_dir(tmp_path / "mine") / "x.txt"  # a folder given by --data-dir: no hint
+    with pytest.raises(FileNotFoundError, match=re.escape(f"missing data file x.txt (expected at {chosen}); get it")):
+        require_file(chosen, "get it")

@@ -30,5 +30,16 @@ def require_file(path: Path, how_to_get: str) -> Path:
     if path.is_dir():
         raise IsADirectoryError(f"data file {path.name} is a directory (at {path}), expected a file; {how_to_get}")
     if not path.is_file():
-        raise FileNotFoundError(f"missing data file {path.name} (expected at {path}); {how_to_get}")
+        raise FileNotFoundError(f"missing data file {path.name} (expected at {path}{_origin(path)}); {how_to_get}")
     return path
+
+
+def _origin(path: Path) -> str:
+    """Where a data path under the default data directory came from, when neither ``--data-dir`` nor
+    ``$COMPLEXORDER_DATA`` chose the folder (someone who forgot to set the variable sees why it looked there)."""
+    if os.environ.get(DATA_ENV):
+        return ""
+    default = default_data_dir()
+    if path == default or default in path.parents:
+        return f"; {default} is the default data directory: pass --data-dir or set ${DATA_ENV}"
+    return ""
