@@ -547,8 +547,14 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"cannot resume .*last.pt: it was trained on another corpus \(train split "):
         train_language_model(cfg, other_corpus, tmp_path / "c", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
-    with pytest.raises(ValueError, match=r"trained with train.lr=0.003, the config now says 0.001"):
+    with pytest.raises(ValueError, match=r"trained with train.lr=0.003, the config now says 0.001; resume with the "
+                                         r"run's settings \(add --set train.lr=0.003\) or train in a new --out "
+                                         r"directory$"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
+    other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "embedding": "vanilla"}}, LMConfig)
+    with pytest.raises(ValueError, match=r"trained with model.embedding='complex-order', the config now says "
+                                         r"'vanilla'; resume with the run's settings \(add --embedding complex-order\)"):
+        train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)  # stop 76: named no flag
     # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test
     ck = tmp_path / "a" / "best.pt"
     capsys.readouterr()  # the direct calls' notes

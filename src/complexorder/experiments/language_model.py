@@ -224,8 +224,18 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
         for key, value in now[section].items():
             old = saved.get(section, {}).get(key)
             if old != value and f"{section}.{key}" not in RESUMABLE_CHANGES:
+                flag = {"model.embedding": f"--embedding {old}", "train.max_steps": f"--max-steps {old}"}.get(
+                    f"{section}.{key}", f"--set {section}.{key}={_set_value(old)}")
                 raise ValueError(f"cannot resume {path}: it was trained with {section}.{key}={old!r}, the config "
-                                 f"now says {value!r}; use the same config or a new --out directory")
+                                 f"now says {value!r}; resume with the run's settings (add {flag}) or train in a "
+                                 "new --out directory")
+
+
+def _set_value(value: object) -> str:
+    """``value`` as ``--set`` reads it back (TOML: true, 0.1, "zeros" unquoted where that parses the same)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | Path, *, resume: bool = False,
