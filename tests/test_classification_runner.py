@@ -426,10 +426,11 @@ def test_a_config_without_a_model_table_is_noted_before_training(tmp_path, capsy
     # the library's Transformer defaults: ModelSettings' epochs 10, patience 3, lr 1e-3, batch 64
     assert out.err == (f"complexorder: note: {bare} has no [transformer] table, so its transformer units train with the "
                        "library defaults (epochs 10, patience 3, lr 0.001, batch 64); copy the settings of the grid it "
-                       "should pair with, or extend it (extends = \"table4\"), to compare by seed\n")
+                       "should pair with, or extend it (extends = \"table4\"), to compare by seed\n"
+                       f"complexorder: x: 1 units, 0 already in {tmp_path / 'r.jsonl'}, 1 to run\n")
     args.config = str(full)
-    assert run_classify(args) == 0
-    assert capsys.readouterr().err == ""
+    assert run_classify(args) == 0  # no note; the dry run's summary only
+    assert capsys.readouterr().err == f"complexorder: x: 1 units, 0 already in {tmp_path / 'r.jsonl'}, 1 to run\n"
 
 
 def test_a_config_that_extends_table4_inherits_its_settings_and_pairs_with_its_units(tmp_path, capsys):
@@ -460,7 +461,8 @@ def test_a_config_that_extends_table4_inherits_its_settings_and_pairs_with_its_u
     assert grid.transformer.epochs == base["transformer"]["epochs"] and grid.transformer.lr == 3e-4
     assert run_classify(args, "ablation") == 0
     out = capsys.readouterr()
-    assert out.err == "" and out.out == ("SST2-sent transformer complex-order seed-7\n"
+    assert out.err == "complexorder: explore: 2 units, 0 already in runs/explore.jsonl, 2 to run\n"  # and no note
+    assert out.out == ("SST2-sent transformer complex-order seed-7\n"
                                          "SST2-sent transformer uniform seed-7\n")
     # the same unit from the base file and from a file that only extends it: one config hash
     same = tmp_path / "same.toml"
@@ -799,7 +801,7 @@ def test_results_record_the_library_versions_the_vectors_were_trained_with(tmp_p
     assert first["config_hash"] == second["config_hash"] and first["test_accuracy"] == second["test_accuracy"]
 
 
-def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_they_do_not_apply(capsys):
+def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_they_do_not_apply(capsys, tmp_path):
     from complexorder.cli import main
 
     for text, message in (("3-1", "--folds: '3-1' selects nothing (a range is low-high, e.g. '1-3')"),
@@ -820,16 +822,19 @@ def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_th
         args = {"--datasets": "TREC", option: text}
         assert main(["classify", *[x for kv in args.items() for x in kv], "--dry-run"]) == 2
         assert capsys.readouterr().err == f"complexorder: error: {message}\n"
+    results = tmp_path / "r.jsonl"
     assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
-                 "--dry-run"]) == 0
+                 "--results", str(results), "--dry-run"]) == 0
     out = capsys.readouterr()
     assert out.err == ("complexorder: note: --folds applies to the CV data sets only; TREC runs seeds 1, 2, 3, 4, 5, "
-                       "6 (choose them with --seeds)\n")
+                       f"6 (choose them with --seeds)\ncomplexorder: table2: 7 units, 0 already in {results}, 7 to "
+                       "run\n")
     assert out.out.splitlines()[:2] == ["CR cnn tpe fold-4", "TREC cnn tpe seed-1"]
     assert main(["classify", "--datasets", "CR,TREC", "--models", "cnn", "--embeddings", "tpe", "--folds", "4",
-                 "--seeds", "2", "--dry-run"]) == 0
+                 "--seeds", "2", "--results", str(results), "--dry-run"]) == 0
     out = capsys.readouterr()
-    assert out.err == "" and out.out.splitlines() == ["CR cnn tpe fold-4", "TREC cnn tpe seed-2"]
+    assert out.err == f"complexorder: table2: 2 units, 0 already in {results}, 2 to run\n"
+    assert out.out.splitlines() == ["CR cnn tpe fold-4", "TREC cnn tpe seed-2"]
 
 
 def test_a_device_that_is_none_or_absent_is_named_before_any_data_is_read(tmp_path):
@@ -1153,3 +1158,18 @@ def test_a_config_without_a_name_is_named_after_its_file(tmp_path):
         assert load_grid(build_parser(argv).parse_args(argv)).name == name
     argv = ["classify"]
     assert load_grid(build_parser(argv).parse_args(argv)).name == "table2"  # the built-in default keeps its own
+
+
+def test_a_dry_run_says_how_many_units_its_results_file_holds_already(capsys):
+    """`--dry-run` listed every unit without the count the run itself logs first; on the committed Table 4 records
+    (130 units: 13 rows x 10 seeds) it now says that none is left to run, as the run would, without writing."""
+    from complexorder.cli import main
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "table4.jsonl"
+    before = results.read_bytes()
+    assert main(["ablate", "--seeds", "1-10", "--results", str(results), "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert out.err == f"complexorder: table4: 130 units, 130 already in {results}, 0 to run\n"
+    assert len(out.out.splitlines()) == 130 and results.read_bytes() == before
+    assert main(["ablate", "--seeds", "1-11", "--results", str(results), "--dry-run"]) == 0
+    assert capsys.readouterr().err == f"complexorder: table4: 143 units, 130 already in {results}, 13 to run\n"

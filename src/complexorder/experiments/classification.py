@@ -583,6 +583,27 @@ def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
                              f"embedding_dim")
 
 
+def units_to_run(grid: GridConfig, units: list, finished: list[dict]) -> tuple[list, set]:
+    """The units of ``units`` without a record in ``finished`` (same data set, model, row, split and settings),
+    and the keys of all of ``units``."""
+    done = {unit_key(r) for r in finished}
+    todo, keys = [], set()
+    for unit in units:
+        key = (unit.dataset, unit.model, unit.variant.label, unit.split, _hash(unit_config(grid, unit)))
+        keys.add(key)
+        if key not in done:
+            todo.append(unit)
+    return todo, keys
+
+
+def dry_run_summary(grid: GridConfig, units: list) -> str:
+    """The line a run would log first: how many of ``units`` its results file holds already (read, not written)."""
+    path = Path(grid.results)
+    finished = _read_results_file(path, lambda *_: None) if path.is_file() else []
+    todo, _ = units_to_run(grid, units, finished)
+    return f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {path}, {len(todo)} to run"
+
+
 def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
     """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
 
@@ -596,13 +617,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
     finished = _read_results_file(results_path, log)
-    done = {unit_key(r) for r in finished}
-    todo, keys = [], set()
-    for unit in units:
-        key = (unit.dataset, unit.model, unit.variant.label, unit.split, _hash(unit_config(grid, unit)))
-        keys.add(key)
-        if key not in done:
-            todo.append(unit)
+    todo, keys = units_to_run(grid, units, finished)
     log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
     if grid.checkpoint_dir:  # finished units are not re-run for a checkpoint directory given later
         pending = {id(u) for u in todo}

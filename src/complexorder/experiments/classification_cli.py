@@ -15,7 +15,7 @@ from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
 from ..environment import set_threads
-from .classification import GridConfig, plan_units, run_grid
+from .classification import GridConfig, dry_run_summary, plan_units, run_grid
 
 
 def parse_names(text: str | None, valid, what: str) -> list[str] | None:
@@ -251,7 +251,9 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
     for line in default_settings_notes(find_config(args.config, task), grid, task) + split_option_notes(args, grid):
         print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
-        for u in plan_units(grid):
+        units = plan_units(grid)
+        print(f"complexorder: {dry_run_summary(grid, units)}", file=sys.stderr)  # as the run's first line says
+        for u in units:
             print(u.dataset, u.model, u.variant.label, u.split)
         return 0
     run_grid(grid, progress=not args.no_progress, command=command_line())
