@@ -130,7 +130,8 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
     p.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors "
-                                     "(default: the config's vectors; table2: vectors/sg300.txt)")
+                                     "(default: the config's vectors: table2's is vectors/sg300.txt; table4 uses "
+                                     "none)")
     p.add_argument("--vectors-format", choices=VECTOR_FORMATS,
                    help="format of the vectors file (default: the config's vectors_format, 'auto': told from its first line)")
     p.add_argument("--results", help="results JSON-lines file (default: the config's results; table2: "
@@ -175,7 +176,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--no-multi30k", action="store_true", help="leave out the English side of Multi30k")
     t.set_defaults(func=run_vectors_train)
 
-    r = sub.add_parser("report", help="render classification results as Table 2 (Markdown) and Fig. 2 (PNG)")
+    r = sub.add_parser("report", help="render classification results as Table 2 (Markdown) and Fig. 2 (PNG)",
+                       description="Render the records of `complexorder classify` as the paper's Table 2: mean accuracy "
+                                   "per data set, model and embedding, Wilcoxon marks of complex-order against each "
+                                   "baseline, the paper's numbers beside ours; and Fig. 2, seconds per epoch.")
     r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"],
                    help="results JSON-lines file(s) (default: runs/table2/results.jsonl)")
     r.add_argument("--out", help="Markdown table to write (default: table2.md beside the first results file; the "
