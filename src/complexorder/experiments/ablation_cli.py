@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     i = sub.add_parser("inspect", help="what a complex-order classifier learned: δ density, Table 7, word waves",
                        description="δ_j = mean_d |ω_j,d| per word: its density (Fig. 3), the 50 greatest and 50 "
                                    "smallest (Table 7), and a chosen word as waves over positions (Fig. 1).")
-    i.add_argument("checkpoint", help="a classifier checkpoint (classify/ablate with --checkpoint-dir)")
+    i.add_argument("checkpoint", help="a classifier checkpoint (written by classify/ablate into the config's "
+                                      "checkpoint_dir or --checkpoint-dir)")
     i.add_argument("--out-dir", help="where the PNGs and table7.md go (default: runs/inspect/CHECKPOINT-NAME)")
     i.add_argument("--word", help="word to draw as waves (Fig. 1)")
     i.add_argument("--dims", help="dimensions to draw, e.g. 0,5,9 (default: slowest, middle and fastest)")

@@ -136,7 +136,9 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
                    help="format of the vectors file (default: the config's vectors_format, 'auto': told from its first line)")
     p.add_argument("--results", help="results JSON-lines file (default: the config's results; table2: "
                                       "runs/table2/results.jsonl, table4: runs/table4/results.jsonl)")
-    p.add_argument("--checkpoint-dir", help="save each trained model here (for `complexorder inspect`)")
+    p.add_argument("--checkpoint-dir", help="save each trained model here, for `complexorder inspect` (default: the "
+                                            "config's checkpoint_dir: table4's is runs/table4/checkpoints, table2 "
+                                            "saves none)")
     p.add_argument("--dry-run", action="store_true", help="list the units and exit")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice); "
                                                "the benchmarks ran one per process")

@@ -80,8 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=run_train)
 
     ev = actions.add_parser("eval", help="bits per character of a checkpoint on valid and test",
-                            description="Evaluate a checkpoint; lengths default to the config's [eval] section "
-                                        "(Dai et al.: tgt_len 80, mem_len 2100, clamp_len 820, same_length).")
+                            description="Evaluate a checkpoint; lengths default to the [eval] section of the "
+                                        "checkpoint's config (text8_6l: Dai et al.'s tgt_len 80, mem_len 2100, "
+                                        "clamp_len 820, same_length; proxy_cpu: 32, 256, 128, same_length).")
     ev.add_argument("--checkpoint", required=True, help="best.pt or last.pt of a run")
     ev.add_argument("--corpus", required=True, help="text8-format corpus directory")
     ev.add_argument("--splits", default="valid,test", help="comma-separated splits (default: %(default)s)")
