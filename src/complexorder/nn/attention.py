@@ -96,7 +96,9 @@ class ComplexMultiheadAttention(nn.Module):
     Shape:
         query ``[B, Lq, E]``, key/value ``[B, Lk, E]`` complex -> output ``[B, Lq, E]`` complex and,
         with ``need_weights=True``, weights averaged over heads ``[B, Lq, Lk]`` (``average_attn_weights=False``:
-        ``[B, H, Lq, Lk]``).
+        ``[B, H, Lq, Lk]``). ``need_weights`` defaults to ``False`` (:class:`torch.nn.MultiheadAttention`'s to
+        ``True``): the weights are then ``None``, and no head-averaged copy is made. Inputs are batched
+        (``[L, E]`` alone is refused; add a batch dimension of 1).
 
     Examples::
 
