@@ -68,6 +68,9 @@ def bars_off(progress: bool) -> bool | None:
     return None if progress else True
 
 
+#: The ``--no-progress`` help of every command with progress bars (see :func:`bars_off`).
+NO_PROGRESS_HELP = "hide the progress bars (shown only when standard error is a terminal)"
+
 #: The ``--device`` help of every training and evaluation command.
 DEVICE_HELP = ("cpu, cuda or cuda:N (default: $COMPLEXORDER_DEVICE when set, else a GPU when torch sees one, else "
                "the CPU)")

@@ -596,12 +596,15 @@ def units_to_run(grid: GridConfig, units: list, finished: list[dict]) -> tuple[l
     return todo, keys
 
 
+def _plan_line(grid: GridConfig, units: list, todo: list) -> str:
+    return f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {grid.results}, {len(todo)} to run"
+
+
 def dry_run_summary(grid: GridConfig, units: list) -> str:
     """The line a run would log first: how many of ``units`` its results file holds already (read, not written)."""
     path = Path(grid.results)
     finished = _read_results_file(path, lambda *_: None) if path.is_file() else []
-    todo, _ = units_to_run(grid, units, finished)
-    return f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {path}, {len(todo)} to run"
+    return _plan_line(grid, units, units_to_run(grid, units, finished)[0])
 
 
 def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
@@ -618,7 +621,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
     results_path = Path(grid.results)
     finished = _read_results_file(results_path, log)
     todo, keys = units_to_run(grid, units, finished)
-    log(f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {results_path}, {len(todo)} to run")
+    log(_plan_line(grid, units, todo))
     if grid.checkpoint_dir:  # finished units are not re-run for a checkpoint directory given later
         pending = {id(u) for u in todo}
         missing = [u for u in units if id(u) not in pending and not checkpoint_path(grid, u).is_file()]

@@ -14,7 +14,7 @@ from ..config import check_no_repeats, config_from_dict, find_config, read_exten
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
-from ..environment import set_threads
+from ..environment import NO_PROGRESS_HELP, set_threads
 from .classification import GridConfig, dry_run_summary, plan_units, run_grid
 
 
@@ -145,7 +145,7 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: the config's device, else $COMPLEXORDER_DEVICE "
                                      "when set, else a GPU when torch sees one, else the CPU); not part of a unit's "
                                      "identity: a grid may finish on another device")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

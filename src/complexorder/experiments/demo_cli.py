@@ -7,7 +7,7 @@ import dataclasses
 
 from ..config import check_no_repeats, check_seed
 from ..embeddings import EMBEDDINGS
-from ..environment import set_threads
+from ..environment import NO_PROGRESS_HELP, set_threads
 from .demo import DemoConfig, format_demo_table, run_demo
 
 #: the largest --train-size (the default is 4,000)
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seed of the data and of every model (default: %(default)s)")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice; "
                                                "use 1 when other jobs keep the cores busy)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=run)
 
 

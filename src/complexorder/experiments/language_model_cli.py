@@ -18,7 +18,7 @@ from ..config import (builtin_configs, check_no_repeats, check_seed, config_from
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
-from ..environment import DEVICE_HELP, resolve_device, set_threads
+from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
 from .language_model import LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--stop-after", type=int, help="stop after this many steps of this call (resume later)")
     tr.add_argument("--threads", type=int, help="torch threads (default: $OMP_NUM_THREADS or torch's default)")
     tr.add_argument("--device", help=DEVICE_HELP)
-    tr.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
+    tr.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     tr.set_defaults(func=run_train)
 
     ev = actions.add_parser("eval", help="bits per character of a checkpoint on valid and test",
@@ -97,7 +97,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--results", help="append the result as a JSON line to this file")
     ev.add_argument("--threads", type=int, help="torch threads")
     ev.add_argument("--device", help=DEVICE_HELP)
-    ev.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
+    ev.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     ev.set_defaults(func=run_eval)
 
 

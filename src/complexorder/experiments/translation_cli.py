@@ -13,7 +13,7 @@ from pathlib import Path
 from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
                           resume_point, same_file)
 from ..config import config_to_dict, json_ready
-from ..environment import DEVICE_HELP, resolve_device, set_threads
+from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -39,7 +39,7 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="torch CPU threads (default: $OMP_NUM_THREADS or torch's choice)")
     p.add_argument("--device", help=DEVICE_HELP)
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars (shown only when standard error is a terminal)")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
