@@ -27,8 +27,8 @@ def test_complex_lstm_checks_its_initial_state():
     z = torch.randn(2, 5, 8, dtype=torch.complex64)
     for batch in (1, 3):
         h0 = torch.zeros(1, batch, 4, dtype=torch.complex64)
-        with pytest.raises(ValueError, match=exactly(f"hx's h_0 must be [1, 2, 4] (one layer, the input's batch, "
-                                                     f"hidden_size), got (1, {batch}, 4)")):
+        with pytest.raises(ValueError, match=exactly(f"hx's h_0 must be [1, 2, 4] (num_layers * num_directions, "
+                                                     f"the input's batch, hidden_size), got (1, {batch}, 4)")):
             lstm(z, (h0, h0))
     with pytest.raises(TypeError, match=exactly("hx's h_0 must be a complex tensor (torch.complex64), got "
                                                 "torch.float32")):

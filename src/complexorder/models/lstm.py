@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
@@ -24,6 +25,9 @@ class LSTMClassifier(nn.Module):
         hidden: width of the LSTM's hidden state (default 128).
         dropout: dropout on the embeddings and the last hidden state, in ``[0, 1)`` (default 0.5).
         share_weights: ``A = B``, ``c = d`` in the complex LSTM's gates (ignored with a real embedding).
+        num_layers: stacked LSTM layers (default 1, the paper's), with ``dropout`` between them too.
+        bidirectional: a second LSTM reads each sentence backwards; the read-out joins the last layer's two final
+            states (the forward one at the last token, the backward one at the first), ``2 * hidden`` features.
 
     Shape: ``tokens [B, L]``, padded at the end with the embedding's ``padding_idx`` (each row is read up to its
     number of non-padding tokens) -> ``logits [B, num_classes]``.
@@ -39,20 +43,25 @@ class LSTMClassifier(nn.Module):
     """
 
     def __init__(self, embedding: nn.Module, num_classes: int, hidden: int = 128, dropout: float = 0.5,
-                 share_weights: bool = False) -> None:
+                 share_weights: bool = False, num_layers: int = 1, bidirectional: bool = False) -> None:
         super().__init__()
         check_embedding(embedding, "LSTMClassifier")
-        num_classes, hidden = check_sizes("LSTMClassifier", dropout, num_classes=num_classes, hidden=hidden)
+        num_classes, hidden, num_layers = check_sizes("LSTMClassifier", dropout, num_classes=num_classes, hidden=hidden,
+                                                      num_layers=num_layers)
+        if not isinstance(bidirectional, bool):  # nn.LSTM takes any truthy value
+            raise ValueError(f"LSTMClassifier: bidirectional must be True or False, got {bidirectional!r}")
         self.embedding = embedding
         complex_ = embedding.is_complex
         dim = embedding.embedding_dim
         self.dropout = make_dropout(dropout, complex_)
+        stack = {"num_layers": num_layers, "bidirectional": bidirectional,
+                 "dropout": dropout if num_layers > 1 else 0.0}  # validated by the LSTMs themselves
         if complex_:
-            self.lstm = ComplexLSTM(dim, hidden, batch_first=True, share_weights=share_weights)
+            self.lstm = ComplexLSTM(dim, hidden, batch_first=True, share_weights=share_weights, **stack)
         else:
-            self.lstm = nn.LSTM(dim, hidden, batch_first=True)
+            self.lstm = nn.LSTM(dim, hidden, batch_first=True, **stack)
         self.feature_dropout = nn.Dropout(dropout)
-        self.output = nn.Linear(hidden, num_classes)
+        self.output = nn.Linear(2 * hidden if bidirectional else hidden, num_classes)
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_tokens(tokens, "LSTMClassifier")
@@ -64,4 +73,5 @@ class LSTMClassifier(nn.Module):
             _, (h, _) = self.lstm(x, lengths=lengths)
         else:
             _, (h, _) = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
-        return self.output(self.feature_dropout(to_real_features(h[-1])))
+        last = torch.cat((h[-2], h[-1]), dim=-1) if self.lstm.bidirectional else h[-1]  # the last layer's
+        return self.output(self.feature_dropout(to_real_features(last)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -29,7 +31,7 @@ def complex_lstm_block_weight(weight_real: Tensor, weight_imag: Tensor | None) -
 
 
 class ComplexLSTM(nn.Module):
-    r"""Single-layer complex LSTM: paper Eq. 12 with complex gates.
+    r"""Complex LSTM: paper Eq. 12 with complex gates, one or more layers, one or both directions.
 
     Every gate pre-activation is a complex affine map of the input and the previous hidden state,
     ``W^z z_t + W^h h_{t-1} + b`` (Eq. 10), passed through the split activation
@@ -39,19 +41,40 @@ class ComplexLSTM(nn.Module):
     then exactly a real LSTM of width ``2H`` whose weights have the complex block structure, so it
     runs in PyTorch's fused LSTM kernel (``torch.lstm``), with packing for variable lengths.
 
+    Layers and directions follow :class:`torch.nn.LSTM`: layer ``k > 0`` reads layer ``k - 1``'s output (both
+    directions joined, ``num_directions * hidden_size`` complex features), the reverse direction reads each
+    sequence backwards from its last valid step, and ``dropout`` drops whole complex units
+    (:func:`~complexorder.nn.functional.complex_dropout`, one mask for both parts) of every layer's output but
+    the last, in training only.
+
     Args:
         input_size, hidden_size: complex widths.
+        num_layers: stacked LSTM layers (default 1).
         bias: learn a complex bias per gate.
         batch_first: input/output as ``[B, L, *]`` (default ``False``: ``[L, B, *]``, as :class:`torch.nn.LSTM`).
+        dropout: complex dropout between layers, in ``[0, 1]`` (default 0; with one layer it has no effect,
+            and a warning says so, as :class:`torch.nn.LSTM`).
+        bidirectional: run a second LSTM over each sequence backwards and join both directions' outputs.
         share_weights: ``A = B``, ``c = d`` for all gate matrices.
 
+    Attributes:
+        weight_ih_real, weight_ih_imag, weight_hh_real, weight_hh_imag, bias_real, bias_imag: layer 0's
+            forward direction (``[4H, input_size]``, ``[4H, H]``, ``[4H]``; gates i, f, g, o stacked), the names
+            of the single-layer LSTM, so its state dicts still load. Layer ``k``'s carry the suffix ``_l{k}`` and
+            the reverse direction's ``_reverse`` (``weight_ih_real_l1_reverse``); ``*_imag`` are ``None`` with
+            ``share_weights``.
+
     Shape:
-        - input: ``[B, L, input_size]`` (batch_first) or ``[L, B, input_size]`` complex.
-        - hx: optional ``(h_0, c_0)``, each ``[1, B, hidden_size]`` complex.
-        - lengths: optional ``[B]`` integer tensor of valid lengths; outputs past a sequence's end are 0
-          and ``h_n``/``c_n`` are taken at its last valid step.
-        - output: ``[B, L, hidden_size]`` (batch_first) or ``[L, B, hidden_size]`` complex; ``(h_n, c_n)`` each
-          ``[1, B, hidden_size]`` complex (whatever ``batch_first``, as :class:`torch.nn.LSTM`).
+        - input: ``[B, L, input_size]`` (batch_first), ``[L, B, input_size]``, or unbatched ``[L, input_size]``,
+          complex.
+        - hx: optional ``(h_0, c_0)``, each ``[num_layers * num_directions, B, hidden_size]`` complex
+          (``[num_layers * num_directions, hidden_size]`` for an unbatched input).
+        - lengths: optional ``[B]`` integer tensor of valid lengths (batched input only); outputs past a
+          sequence's end are 0 and ``h_n``/``c_n`` are taken at its last valid step.
+        - output: ``[B, L, num_directions * hidden_size]`` (batch_first), ``[L, B, num_directions * hidden_size]``
+          or ``[L, num_directions * hidden_size]`` complex (forward direction first); ``(h_n, c_n)`` each
+          ``[num_layers * num_directions, B, hidden_size]`` complex (whatever ``batch_first``, as
+          :class:`torch.nn.LSTM`; without ``B`` for an unbatched input).
 
     Examples::
 
@@ -59,67 +82,119 @@ class ComplexLSTM(nn.Module):
         >>> out, (h, c) = lstm(torch.randn(2, 5, 16, dtype=torch.complex64), lengths=torch.tensor([5, 3]))
         >>> out.shape, h.shape
         (torch.Size([2, 5, 8]), torch.Size([1, 2, 8]))
+        >>> deep = ComplexLSTM(16, 8, num_layers=2, bidirectional=True)
+        >>> out, (h, c) = deep(torch.randn(5, 16, dtype=torch.complex64))  # unbatched [L, input_size]
+        >>> out.shape, h.shape
+        (torch.Size([5, 16]), torch.Size([4, 8]))
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, batch_first: bool = False,
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
-        CF.check_flags(bias=bias, batch_first=batch_first, share_weights=share_weights)
+        if isinstance(num_layers, bool):
+            # ComplexLSTM(n, h, True) meant bias=True before num_layers took the third place (torch's order)
+            raise TypeError(f"num_layers must be a positive integer, got {num_layers!r} (bias is a keyword: "
+                            "ComplexLSTM(input_size, hidden_size, bias=...))")
+        CF.check_flags(bias=bias, batch_first=batch_first, bidirectional=bidirectional, share_weights=share_weights)
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        CF.check_dropout(dropout)
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"ComplexLSTM: dropout={dropout} acts between layers, so with num_layers=1 it has no "
+                          "effect", stacklevel=2)
         factory = {"device": device, "dtype": dtype}
-        self.input_size, self.hidden_size = input_size, hidden_size
-        self.batch_first, self.share_weights = batch_first, share_weights
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.batch_first, self.dropout = batch_first, float(dropout)
+        self.bidirectional, self.share_weights = bidirectional, share_weights
         h4 = 4 * hidden_size
-        self.weight_ih_real = nn.Parameter(torch.empty(h4, input_size, **factory))
-        self.weight_hh_real = nn.Parameter(torch.empty(h4, hidden_size, **factory))
-        for name, cols in (("weight_ih_imag", input_size), ("weight_hh_imag", hidden_size)):
-            self.register_parameter(name, None if share_weights else nn.Parameter(torch.empty(h4, cols, **factory)))
-        self.register_parameter("bias_real", nn.Parameter(torch.empty(h4, **factory)) if bias else None)
-        self.register_parameter("bias_imag", nn.Parameter(torch.empty(h4, **factory))
-                                if bias and not share_weights else None)
+        directions = 2 if bidirectional else 1
+        for layer in range(num_layers):
+            cols = input_size if layer == 0 else directions * hidden_size
+            for suffix in self._suffixes(layer):
+                for name, width in (("weight_ih", cols), ("weight_hh", hidden_size)):
+                    self.register_parameter(f"{name}_real{suffix}", nn.Parameter(torch.empty(h4, width, **factory)))
+                    self.register_parameter(f"{name}_imag{suffix}", None if share_weights else
+                                            nn.Parameter(torch.empty(h4, width, **factory)))
+                self.register_parameter(f"bias_real{suffix}", nn.Parameter(torch.empty(h4, **factory))
+                                        if bias else None)
+                self.register_parameter(f"bias_imag{suffix}", nn.Parameter(torch.empty(h4, **factory))
+                                        if bias and not share_weights else None)
         self.reset_parameters()
 
-    def reset_parameters(self) -> None:
-        init_complex_pair(self.weight_ih_real, self.weight_ih_imag, self.hidden_size, self.bias_real, self.bias_imag)
-        init_complex_pair(self.weight_hh_real, self.weight_hh_imag, self.hidden_size)
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
 
-    def _real_params(self) -> list[Tensor]:
-        w_ih = complex_lstm_block_weight(self.weight_ih_real, self.weight_ih_imag)
-        w_hh = complex_lstm_block_weight(self.weight_hh_real, self.weight_hh_imag)
-        if self.bias_real is None:
+    def _suffixes(self, layer: int) -> list[str]:
+        base = "" if layer == 0 else f"_l{layer}"
+        return [base, base + "_reverse"] if self.bidirectional else [base]
+
+    def _cell(self, suffix: str) -> list[Tensor | None]:
+        return [getattr(self, f"{name}{suffix}") for name in
+                ("weight_ih_real", "weight_ih_imag", "weight_hh_real", "weight_hh_imag", "bias_real", "bias_imag")]
+
+    def reset_parameters(self) -> None:
+        for layer in range(self.num_layers):
+            for suffix in self._suffixes(layer):
+                ih_re, ih_im, hh_re, hh_im, b_re, b_im = self._cell(suffix)
+                init_complex_pair(ih_re, ih_im, self.hidden_size, b_re, b_im)
+                init_complex_pair(hh_re, hh_im, self.hidden_size)
+
+    def _real_params(self, suffix: str = "") -> list[Tensor]:
+        """One direction of one layer as the real LSTM's ``[w_ih, w_hh(, b_ih, b_hh)]``."""
+        ih_re, ih_im, hh_re, hh_im, b_re, b_im = self._cell(suffix)
+        w_ih = complex_lstm_block_weight(ih_re, ih_im)
+        w_hh = complex_lstm_block_weight(hh_re, hh_im)
+        if b_re is None:
             return [w_ih, w_hh]
         h = self.hidden_size
-        d = self.bias_real if self.bias_imag is None else self.bias_imag
-        b = torch.stack((self.bias_real.view(4, h), d.view(4, h)), dim=1).reshape(8 * h)
+        d = b_re if b_im is None else b_im
+        b = torch.stack((b_re.view(4, h), d.view(4, h)), dim=1).reshape(8 * h)
         return [w_ih, w_hh, b, torch.zeros_like(b)]
+
+    def _check_state(self, hx, batch: int | None, dtype: torch.dtype) -> None:
+        states = self.num_layers * self.num_directions
+        shape = (states, self.hidden_size) if batch is None else (states, batch, self.hidden_size)
+        form = f"[{', '.join(map(str, shape))}]"
+        if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+            raise TypeError(f"hx must be a pair (h_0, c_0) of complex tensors {form}, got {type(hx).__name__}")
+        for name, t in zip(("h_0", "c_0"), hx):  # torch.lstm itself checks none of this (a wrong batch
+            _require_complex(f"hx's {name}", t)  # size read past the buffer)
+            if tuple(t.shape) != shape:
+                what = "num_layers * num_directions, " + ("" if batch is None else "the input's batch, ")
+                raise ValueError(f"hx's {name} must be {form} ({what}hidden_size), got {tuple(t.shape)}")
+            if t.dtype != dtype:  # was cast silently (complex128 state rounded into a float32 layer)
+                raise TypeError(f"hx's {name} is {t.dtype} but the input is {dtype}: give both in one dtype")
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None,
                 lengths: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         _require_complex("input", input)
         _require_matching_dtype(input, self.weight_ih_real)
-        if input.dim() != 3 or input.shape[-1] != self.input_size:
-            raise ValueError(f"ComplexLSTM expects input [B, L, {self.input_size}] (batch_first) or "
-                             f"[L, B, {self.input_size}], got {tuple(input.shape)}")
+        if input.dim() not in (2, 3) or input.shape[-1] != self.input_size:
+            raise ValueError(f"ComplexLSTM expects input [B, L, {self.input_size}] (batch_first), "
+                             f"[L, B, {self.input_size}] or unbatched [L, {self.input_size}], got {tuple(input.shape)}")
+        unbatched = input.dim() == 2
+        if unbatched:
+            if lengths is not None:
+                raise ValueError("lengths is for a batched input [B, L, *] or [L, B, *]; an unbatched sequence "
+                                 "[L, *] is read whole (slice it to its length)")
+            if hx is not None:
+                self._check_state(hx, None, input.dtype)
+                hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+            input = input.unsqueeze(0 if self.batch_first else 1)
         h = self.hidden_size
         x = torch.cat((input.real, input.imag), dim=-1)
         batch = x.shape[0] if self.batch_first else x.shape[1]
+        states = self.num_layers * self.num_directions
         if hx is None:
-            zeros = x.new_zeros(1, batch, 2 * h)
+            zeros = x.new_zeros(states, batch, 2 * h)
             real_hx = (zeros, zeros)
         else:
-            if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-                raise TypeError(f"hx must be a pair (h_0, c_0) of complex tensors [1, {batch}, {h}], got "
-                                f"{type(hx).__name__}")
-            for name, t in zip(("h_0", "c_0"), hx):  # torch.lstm itself checks none of this (a wrong batch
-                _require_complex(f"hx's {name}", t)  # size read past the buffer)
-                if tuple(t.shape) != (1, batch, h):
-                    raise ValueError(f"hx's {name} must be [1, {batch}, {h}] (one layer, the input's batch, "
-                                     f"hidden_size), got {tuple(t.shape)}")
-                if t.dtype != input.dtype:  # was cast silently (complex128 state rounded into a float32 layer)
-                    raise TypeError(f"hx's {name} is {t.dtype} but the input is {input.dtype}: give both in one "
-                                    "dtype")
+            if not unbatched:
+                self._check_state(hx, batch, input.dtype)
             real_hx = tuple(torch.cat((t.real, t.imag), dim=-1) for t in hx)
-        params = self._real_params()
-        has_bias = self.bias_real is not None
         if lengths is not None:
             lengths = torch.as_tensor(lengths)
             if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:  # 2.7 became 2
@@ -128,28 +203,64 @@ class ComplexLSTM(nn.Module):
             if lengths.shape != (batch,) or (batch and (lengths.min() < 1
                                                         or lengths.max() > x.shape[1 if self.batch_first else 0])):
                 raise ValueError(f"lengths must be [{batch}] integers in [1, L], got {lengths.tolist()}")
-        if lengths is None or batch == 0:  # an empty batch has nothing to pack
-            out, h_n, c_n = torch.lstm(x, real_hx, params, has_bias, 1, 0.0, self.training, False, self.batch_first)
-        else:
-            total = x.shape[1 if self.batch_first else 0]
+        packed = None
+        if lengths is not None and batch > 0:  # an empty batch has nothing to pack
             packed = pack_padded_sequence(x, lengths, batch_first=self.batch_first, enforce_sorted=False)
-            order = packed.sorted_indices
-            sorted_hx = tuple(t.index_select(1, order) for t in real_hx)
-            data, h_n, c_n = torch.lstm(packed.data, packed.batch_sizes, sorted_hx, params, has_bias, 1, 0.0,
-                                        self.training, False)
-            packed_out = packed._replace(data=data)
-            out, _ = pad_packed_sequence(packed_out, batch_first=self.batch_first, total_length=total)
+            real_hx = tuple(t.index_select(1, packed.sorted_indices) for t in real_hx)
+            x = packed.data
+        h_n, c_n = [], []
+        dirs = self.num_directions
+        for layer in range(self.num_layers):
+            if layer > 0:
+                x = self._next_input(x)
+            params = [p for suffix in self._suffixes(layer) for p in self._real_params(suffix)]
+            state = tuple(t[layer * dirs:(layer + 1) * dirs] for t in real_hx)
+            if packed is None:
+                x, hl, cl = torch.lstm(x, state, params, self.bias_real is not None, 1, 0.0, self.training,
+                                       self.bidirectional, self.batch_first)
+            else:
+                x, hl, cl = torch.lstm(x, packed.batch_sizes, state, params, self.bias_real is not None, 1, 0.0,
+                                       self.training, self.bidirectional)
+            h_n.append(hl)
+            c_n.append(cl)
+        h_n, c_n = torch.cat(h_n), torch.cat(c_n)
+        if packed is not None:
+            total = input.shape[1 if self.batch_first else 0]
+            x, _ = pad_packed_sequence(packed._replace(data=x), batch_first=self.batch_first, total_length=total)
             h_n = h_n.index_select(1, packed.unsorted_indices)
             c_n = c_n.index_select(1, packed.unsorted_indices)
-        as_complex = lambda t: torch.complex(t[..., :h], t[..., h:])  # noqa: E731
-        return as_complex(out), (as_complex(h_n), as_complex(c_n))
+        out = self._as_complex_output(x)
+        h_n, c_n = (torch.complex(t[..., :h], t[..., h:]) for t in (h_n, c_n))
+        if unbatched:
+            out = out.squeeze(0 if self.batch_first else 1)
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return out, (h_n, c_n)
+
+    def _as_complex_output(self, x: Tensor) -> Tensor:
+        """The real kernel's output ``[..., (re, im) per direction]`` as complex ``[..., directions * H]``."""
+        h = self.hidden_size
+        if not self.bidirectional:
+            return torch.complex(x[..., :h], x[..., h:])
+        return torch.complex(torch.cat((x[..., :h], x[..., 2 * h:3 * h]), -1),
+                             torch.cat((x[..., h:2 * h], x[..., 3 * h:]), -1))
+
+    def _next_input(self, x: Tensor) -> Tensor:
+        """A layer's real output as the next layer's real input ``[Re z, Im z]``, after complex dropout."""
+        z = CF.complex_dropout(self._as_complex_output(x), self.dropout, self.training)
+        return torch.cat((z.real, z.imag), dim=-1)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
         if self.bias_real is None:
             s += ", bias=False"
         if self.batch_first:
             s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
         if self.share_weights:
             s += ", share_weights=True"
         return s
