@@ -84,6 +84,9 @@ class ComplexMultiheadAttention(nn.Module):
         score: ``"modulus"`` (paper Eq. 14, the default), ``"real"``, ``Re(q . conj(k))``, or
             ``"bilinear"``, ``|q . k|`` without the conjugate as in the authors' classification code (see
             :func:`~complexorder.nn.functional.complex_scaled_dot_product_attention`).
+        kdim, vdim: complex widths of the keys and values, as :class:`torch.nn.MultiheadAttention`'s (default
+            ``None``: ``embed_dim``); ``W^K`` and ``W^V`` map them to ``embed_dim``. Key and value must then be
+            given (they default to the query and the key).
 
     Masks follow :class:`torch.nn.MultiheadAttention`: ``key_padding_mask [B, Lk]`` and boolean
     ``attn_mask [Lq, Lk]`` or ``[B * num_heads, Lq, Lk]`` are True where attention is NOT allowed (a floating-point
@@ -94,11 +97,15 @@ class ComplexMultiheadAttention(nn.Module):
     opposite, ``scaled_dot_product_attention`` convention: True = allowed.)
 
     Shape:
-        query ``[B, Lq, E]``, key/value ``[B, Lk, E]`` complex -> output ``[B, Lq, E]`` complex and,
+        query ``[B, Lq, E]``, key ``[B, Lk, kdim]``, value ``[B, Lk, vdim]`` complex (``[Lq, B, E]``, ... with
+        ``batch_first=False``) -> output ``[B, Lq, E]`` complex and,
         with ``need_weights=True``, weights averaged over heads ``[B, Lq, Lk]`` (``average_attn_weights=False``:
         ``[B, H, Lq, Lk]``). ``need_weights`` defaults to ``False`` (:class:`torch.nn.MultiheadAttention`'s to
-        ``True``): the weights are then ``None``, and no head-averaged copy is made. Inputs are batched
-        (``[L, E]`` alone is refused; add a batch dimension of 1).
+        ``True``): the weights are then ``None``, and no head-averaged copy is made. Unbatched inputs are taken
+        as :class:`torch.nn.MultiheadAttention` takes them: query ``[Lq, E]``, key ``[Lk, kdim]``, value
+        ``[Lk, vdim]``, ``key_padding_mask [Lk]`` and ``attn_mask [Lq, Lk]`` or ``[num_heads, Lq, Lk]`` give
+        output ``[Lq, E]`` and weights ``[Lq, Lk]`` (``[H, Lq, Lk]``), the results of a batch of one
+        (``batch_first`` does not apply). Query, key and value are all batched or all unbatched.
 
     Examples::
 
@@ -109,26 +116,36 @@ class ComplexMultiheadAttention(nn.Module):
         (torch.Size([2, 5, 16]), torch.complex64, torch.Size([2, 5, 5]))
         >>> bool(w[:, 0, 1:].abs().max() == 0), torch.allclose(w.sum(-1), torch.ones(2, 5))  # causal; rows sum to 1
         (True, True)
+        >>> cross = ComplexMultiheadAttention(16, 4, kdim=6, vdim=10)
+        >>> memory, values = torch.randn(7, 6, dtype=torch.complex64), torch.randn(7, 10, dtype=torch.complex64)
+        >>> out, w = cross(z[0], memory, values, need_weights=True)  # unbatched: no batch dimension
+        >>> out.shape, w.shape
+        (torch.Size([5, 16]), torch.Size([5, 7]))
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  share_weights: bool = False, batch_first: bool = True, score: str = "modulus",
-                 device=None, dtype=None) -> None:
+                 kdim: int | None = None, vdim: int | None = None, device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights, batch_first=batch_first)
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads}")
+        if (kdim is not None and kdim <= 0) or (vdim is not None and vdim <= 0):
+            raise ValueError(f"kdim and vdim must be greater than 0 (or None: embed_dim), got kdim={kdim} and "
+                             f"vdim={vdim}")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         CF.check_dropout(dropout)
         self.score = CF.check_attention_score(score)
         factory = {"device": device, "dtype": dtype}
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
         self.dropout, self.batch_first, self.share_weights = dropout, batch_first, share_weights
         self.q_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
-        self.k_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
-        self.v_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
+        self.k_proj = ComplexLinear(self.kdim, embed_dim, bias, share_weights, **factory)
+        self.v_proj = ComplexLinear(self.vdim, embed_dim, bias, share_weights, **factory)
         self.out_proj = ComplexLinear(embed_dim, embed_dim, bias, **factory)
 
     def reset_parameters(self) -> None:
@@ -149,22 +166,40 @@ class ComplexMultiheadAttention(nn.Module):
         keys and values are stored under ``"k"``/``"v"`` and new ones appended at each call, so
         each step projects only its new tokens. With ``static_kv=True`` (cross-attention) the
         cached keys/values are computed once and reused. Masks must then cover the full cached
-        key length.
+        key length. Unbatched calls keep a cache of a batch of one.
         """
+        if (key is None and self.kdim != self.embed_dim) or \
+                (value is None and self.vdim != (self.embed_dim if key is None else self.kdim)):
+            raise ValueError(f"key and value must be given with kdim={self.kdim} and vdim={self.vdim} (they default to "
+                             f"the query and the key, of embed_dim={self.embed_dim})")
         key = query if key is None else key
         value = key if value is None else value
-        for name, z in (("query", query), ("key", key), ("value", value)):
+        batched = isinstance(query, Tensor) and query.dim() == 3  # [L, E]: unbatched, as in nn.MultiheadAttention
+        form = ("[B, L, {}]" if self.batch_first else "[L, B, {}]") if batched else "[L, {}]"
+        for name, z, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             CF._require_complex(name, z)
-            if z.dim() != 3 or z.shape[-1] != self.embed_dim:
-                raise ValueError(f"{name} must be [B, L, {self.embed_dim}] complex, got {tuple(z.shape)}")
-        if not self.batch_first:
+            if name == "query" and z.dim() not in (2, 3):
+                batched_form = f"[B, L, {width}]" if self.batch_first else f"[L, B, {width}]"
+                raise ValueError(f"query must be {batched_form} (batched) or [L, {width}] (unbatched) complex, got "
+                                 f"{tuple(z.shape)}")
+            if z.dim() != query.dim():
+                raise ValueError(f"{name} must be {form.format(width)} complex ({'' if batched else 'un'}batched, as "
+                                 f"query), got {tuple(z.shape)}")
+            if z.shape[-1] != width:
+                raise ValueError(f"{name} must be {form.format(width)} complex, got {tuple(z.shape)}")
+        if not batched:  # a batch of one, taken away again from the results
+            if key.shape[0] != value.shape[0]:
+                raise ValueError(f"key and value must have the same length, got {tuple(key.shape)} and "
+                                 f"{tuple(value.shape)}")
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        elif not self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         if not query.shape[0] == key.shape[0] == value.shape[0] or key.shape[1] != value.shape[1]:
             # nn.MultiheadAttention refuses these too; a batch of 1 would otherwise broadcast to every sequence
             raise ValueError(f"query, key and value must hold the same batch (and key and value the same length), "
                              f"got {tuple(query.shape)}, {tuple(key.shape)} and {tuple(value.shape)} (batch_first="
                              f"{self.batch_first})")
-        if key_padding_mask is not None and key_padding_mask.shape[:1] != query.shape[:1]:
+        if batched and key_padding_mask is not None and key_padding_mask.shape[:1] != query.shape[:1]:
             raise ValueError(f"key_padding_mask must be [B = {query.shape[0]}, Lk], got {tuple(key_padding_mask.shape)}")
         q = self._heads(self.q_proj(query))
         if cache is not None and static_kv and "k" in cache:
@@ -177,19 +212,43 @@ class ComplexMultiheadAttention(nn.Module):
                 v = torch.cat((cache["v"], v), dim=2)
         if cache is not None:
             cache["k"], cache["v"] = k, v
+        if not batched:
+            key_padding_mask = self._unbatched_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask)
         mask = merge_masks(q.shape[-2], k.shape[-2], key_padding_mask, attn_mask, is_causal, device=q.device,
                            num_heads=self.num_heads, batch_size=q.shape[0])
         out, weights = CF.complex_scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training,
                                                                score=self.score)
         out = self.out_proj(out.transpose(1, 2).reshape(query.shape[0], query.shape[1], self.embed_dim))
-        if not self.batch_first:
+        if not batched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
             out = out.transpose(0, 1)
         if not need_weights:
             return out, None
-        return out, weights.mean(1) if average_attn_weights else weights
+        weights = weights.mean(1) if average_attn_weights else weights
+        return out, weights if batched else weights.squeeze(0)
+
+    def _unbatched_masks(self, query_len: int, key_len: int, key_padding_mask: Tensor | None,
+                         attn_mask: Tensor | None) -> Tensor | None:
+        """Checks ``nn.MultiheadAttention``'s unbatched masks, ``key_padding_mask [Lk]`` and ``attn_mask [Lq, Lk]`` or
+        ``[num_heads, Lq, Lk]`` (what :func:`merge_masks` takes for a batch of one), and returns the padding mask
+        ``[1, Lk]``."""
+        if attn_mask is not None and attn_mask.dim() == 3 and attn_mask.shape != (self.num_heads, query_len, key_len):
+            raise ValueError(f"attn_mask must be [{query_len}, {key_len}] or [num_heads = {self.num_heads}, "
+                             f"{query_len}, {key_len}] for an unbatched query, got {tuple(attn_mask.shape)}")
+        if key_padding_mask is None:
+            return None
+        if key_padding_mask.shape != (key_len,):
+            raise ValueError(f"key_padding_mask must be [{key_len}] for an unbatched query, got "
+                             f"{tuple(key_padding_mask.shape)}")
+        return key_padding_mask.unsqueeze(0)
 
     def extra_repr(self) -> str:
         s = f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+        if self.kdim != self.embed_dim:
+            s += f", kdim={self.kdim}"
+        if self.vdim != self.embed_dim:
+            s += f", vdim={self.vdim}"
         if self.dropout:
             s += f", dropout={self.dropout}"
         if self.share_weights:

@@ -85,6 +85,8 @@ class ComplexTransformerEncoderLayer(nn.Module):
         - src_key_padding_mask: optional ``[B, L]``, True = padding.
         - is_causal: ``True`` applies the causal mask itself (with ``src_mask``, if given, on top).
         - output: same shape as ``src``, complex.
+        - unbatched, as :class:`torch.nn.TransformerEncoderLayer`: src ``[L, d_model]``, src_mask ``[L, L]`` or
+          ``[nhead, L, L]``, src_key_padding_mask ``[L]``; the output ``[L, d_model]`` is that of a batch of one.
 
     Examples::
 
@@ -96,6 +98,8 @@ class ComplexTransformerEncoderLayer(nn.Module):
         (torch.Size([2, 5, 16]), torch.complex64)
         >>> torch.allclose(out[1, :3], layer(z[1:, :3])[0], atol=1e-5)  # padded keys change nothing
         True
+        >>> layer(z[1, :3]).shape  # unbatched
+        torch.Size([3, 16])
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
@@ -163,6 +167,10 @@ class ComplexTransformerDecoderLayer(nn.Module):
           padding. With a ``cache``, the target masks' key dimension counts the cached positions too.
         - tgt_is_causal: ``True`` applies the causal mask itself.
         - output: same shape as ``tgt``, complex.
+        - unbatched, as :class:`torch.nn.TransformerDecoderLayer`: tgt ``[Lt, d_model]`` and memory
+          ``[Ls, d_model]`` (both unbatched), tgt_mask ``[Lt, Lt]`` or ``[nhead, Lt, Lt]``, memory_mask ``[Lt, Ls]``
+          or ``[nhead, Lt, Ls]``, tgt_key_padding_mask ``[Lt]``, memory_key_padding_mask ``[Ls]``; the output
+          ``[Lt, d_model]`` is that of a batch of one.
 
     Examples::
 
