@@ -13,7 +13,8 @@ from .conv import ComplexConv1d
 from .linear import ComplexLinear
 from .normalization import ComplexBatchNorm1d, ComplexLayerNorm
 from .recurrent import ComplexLSTM
-from .transformer import ComplexTransformerDecoderLayer, ComplexTransformerEncoderLayer
+from .transformer import (ComplexTransformerDecoder, ComplexTransformerDecoderLayer, ComplexTransformerEncoder,
+                          ComplexTransformerEncoderLayer)
 
 __all__ = [
     "functional",
@@ -23,6 +24,8 @@ __all__ = [
     "ComplexMultiheadAttention",
     "ComplexTransformerEncoderLayer",
     "ComplexTransformerDecoderLayer",
+    "ComplexTransformerEncoder",
+    "ComplexTransformerDecoder",
     "ComplexLayerNorm",
     "ComplexBatchNorm1d",
     "SplitActivation",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import torch
@@ -13,7 +14,8 @@ from .attention import ComplexMultiheadAttention
 from .linear import ComplexLinear
 from .normalization import ComplexLayerNorm
 
-__all__ = ["ComplexTransformerEncoderLayer", "ComplexTransformerDecoderLayer"]
+__all__ = ["ComplexTransformerEncoderLayer", "ComplexTransformerDecoderLayer", "ComplexTransformerEncoder",
+           "ComplexTransformerDecoder"]
 
 
 def _attend(attention: ComplexMultiheadAttention, names: dict[str, str], *args, **kwargs) -> Tensor:
@@ -227,3 +229,107 @@ class ComplexTransformerDecoderLayer(nn.Module):
         x = self.norm1(x + self._sa(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache))
         x = self.norm2(x + self._ca(x, memory, memory_mask, memory_key_padding_mask, cache))
         return self.norm3(x + self.dropout3(self.ffn(x)))
+
+
+def _clones(layer: nn.Module, num_layers: int, owner: str, expected: type) -> nn.ModuleList:
+    if not isinstance(layer, expected):
+        raise TypeError(f"{owner}: the layer must be a {expected.__name__}, got {type(layer).__name__}")
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+        raise ValueError(f"{owner}: num_layers must be a positive integer, got {num_layers!r}")
+    return nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+
+
+def _reset_all(module: nn.Module) -> None:
+    for sub in module.modules():
+        if sub is not module and hasattr(sub, "reset_parameters"):
+            sub.reset_parameters()
+
+
+class ComplexTransformerEncoder(nn.Module):
+    r"""A stack of ``num_layers`` copies of a :class:`ComplexTransformerEncoderLayer`, as
+    :class:`torch.nn.TransformerEncoder`, with an optional final norm.
+
+    The copies are deep copies, so they start with equal weights, as in :class:`torch.nn.TransformerEncoder`;
+    :meth:`reset_parameters` draws each layer's (and the norm's) afresh.
+
+    Args:
+        encoder_layer: the layer to copy.
+        num_layers: number of copies, a positive integer.
+        norm: optional module applied to the last layer's output (a :class:`ComplexLayerNorm`, say; the pre-norm
+            stacks, ``norm_first=True``, want one).
+
+    Shape: as :class:`ComplexTransformerEncoderLayer` (``mask`` is its ``src_mask``); unbatched inputs too.
+
+    Examples::
+
+        >>> layer = ComplexTransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0)
+        >>> encoder = ComplexTransformerEncoder(layer, num_layers=3, norm=ComplexLayerNorm(16)).eval()
+        >>> encoder(torch.randn(2, 5, 16, dtype=torch.complex64), is_causal=True).shape
+        torch.Size([2, 5, 16])
+    """
+
+    def __init__(self, encoder_layer: ComplexTransformerEncoderLayer, num_layers: int,
+                 norm: nn.Module | None = None) -> None:
+        super().__init__()
+        self.layers = _clones(encoder_layer, num_layers, "ComplexTransformerEncoder", ComplexTransformerEncoderLayer)
+        self.num_layers, self.norm = num_layers, norm
+
+    def reset_parameters(self) -> None:
+        _reset_all(self)
+
+    def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
+                is_causal: bool = False) -> Tensor:
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
+class ComplexTransformerDecoder(nn.Module):
+    r"""A stack of ``num_layers`` copies of a :class:`ComplexTransformerDecoderLayer`, as
+    :class:`torch.nn.TransformerDecoder`, with an optional final norm and incremental decoding.
+
+    The copies are deep copies (equal starting weights, as in torch); :meth:`reset_parameters` draws them afresh.
+
+    Args:
+        decoder_layer: the layer to copy.
+        num_layers: number of copies, a positive integer.
+        norm: optional module applied to the last layer's output.
+
+    Shape: as :class:`ComplexTransformerDecoderLayer`; unbatched inputs too. With ``cache`` (a dict, empty at
+    the first step) each call passes only the new target tokens: every layer keeps its keys and values under
+    ``cache[i]`` (its index) and the memory's projections once, so step-by-step decoding gives what the whole
+    prefix gives at once with ``tgt_is_causal=True``.
+
+    Examples::
+
+        >>> layer = ComplexTransformerDecoderLayer(16, 4, dim_feedforward=32, dropout=0.0)
+        >>> decoder = ComplexTransformerDecoder(layer, num_layers=2).eval()
+        >>> tgt, memory = torch.randn(1, 4, 16, dtype=torch.complex64), torch.randn(1, 6, 16, dtype=torch.complex64)
+        >>> full = decoder(tgt, memory, tgt_is_causal=True)
+        >>> cache = {}
+        >>> steps = torch.cat([decoder(tgt[:, t : t + 1], memory, cache=cache) for t in range(4)], dim=1)
+        >>> torch.allclose(steps, full, atol=1e-5)
+        True
+    """
+
+    def __init__(self, decoder_layer: ComplexTransformerDecoderLayer, num_layers: int,
+                 norm: nn.Module | None = None) -> None:
+        super().__init__()
+        self.layers = _clones(decoder_layer, num_layers, "ComplexTransformerDecoder", ComplexTransformerDecoderLayer)
+        self.num_layers, self.norm = num_layers, norm
+
+    def reset_parameters(self) -> None:
+        _reset_all(self)
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: bool = False, cache: dict | None = None) -> Tensor:
+        if cache is not None and not isinstance(cache, dict):
+            raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+        x = tgt
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
+                      memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                      cache=None if cache is None else cache.setdefault(i, {}))
+        return x if self.norm is None else self.norm(x)
