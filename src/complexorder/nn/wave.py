@@ -337,7 +337,9 @@ def complex_order_embedding(
     ``[1, D]`` tables always get dense gradients.
     """
     padding_idx = resolve_padding_idx(padding_idx, amplitude, frequency, initial_phase)
-    if (positions.requires_grad and torch.is_grad_enabled()) or tokens.device.type == "meta":  # meta: shapes only
+    if ((positions.requires_grad and torch.is_grad_enabled()) or tokens.device.type == "meta"  # meta: shapes only
+            or torch.compiler.is_compiling()):  # the native kernel (ctypes) is opaque to dynamo: a graph break, and
+        # fullgraph=True failed; traced as the plain equation, inductor fuses it itself
         return complex_order_embedding_reference(tokens, positions, amplitude, frequency, initial_phase,
                                                  padding_idx, sparse)
     return _ComplexOrderWave.apply(tokens, positions, amplitude, frequency, initial_phase,
@@ -367,6 +369,6 @@ def complex_vanilla_embedding(tokens: Tensor, amplitude: Tensor, phase: Tensor,
     """Complex-vanilla, fused: the native kernel (with no frequency table) for CPU float32 ``[V, D]``
     tables, else :func:`complex_vanilla_embedding_reference`. Same contract and result."""
     padding_idx = resolve_padding_idx(padding_idx, amplitude, phase)
-    if native.supports(tokens, None, amplitude, None, phase):
+    if not torch.compiler.is_compiling() and native.supports(tokens, None, amplitude, None, phase):
         return _ComplexOrderWave.apply(tokens, None, amplitude, None, phase, padding_idx, sparse)
     return complex_vanilla_embedding_reference(tokens, amplitude, phase, padding_idx, sparse)
