@@ -18,6 +18,7 @@ import sys
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,7 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def check_writable(path: str | Path, option: str, *, directory: bool = False,
-                   inputs: dict[str, str | Path | None] | None = None) -> None:
+                   inputs: Mapping[str, str | Path | None] | None = None) -> None:
     """Fail at once, before any work, when ``path`` cannot be written; the error names ``option``.
 
     ``path`` is a file to be written or, with ``directory=True``, a directory to write files into.

@@ -137,11 +137,11 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
             raise ValueError(f"{where}: expected a table, got {value!r}")
         return dict(value)
     if dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
+        if isinstance(value, typing.cast(type, tp)):  # is_dataclass narrowed ``tp`` to "instance or class"
             return value
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a table, got {value!r}")
-        return config_from_dict(value, tp, where)
+        return config_from_dict(value, typing.cast(type, tp), where)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{where}: expected a number, got {value!r}")
@@ -177,7 +177,7 @@ def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
     """Build dataclass ``cls`` from ``data``; unknown keys and wrong types are one-line errors."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a table of settings, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(fields)}")

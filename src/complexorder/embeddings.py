@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -75,6 +75,8 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
         raise ValueError("tokens must have at least one dimension [..., L], got a 0-d tensor")
     if tokens.numel() == 0 or not _values_readable(tokens):
         return
+    lo: Tensor | int  # the tensors, then their values
+    hi: Tensor | int
     lo, hi = torch.aminmax(tokens)
     lo, hi = int(lo), int(hi)
     if lo < 0 or hi >= num_embeddings:
@@ -168,7 +170,10 @@ def _normalise_padding_idx(padding_idx: int | None, num_embeddings: int) -> int 
     return padding_idx % num_embeddings
 
 
-def _from_pretrained(cls: type, amplitude: Tensor, freeze_amplitude: bool, kwargs: dict) -> nn.Module:
+_E = TypeVar("_E", bound=nn.Module)
+
+
+def _from_pretrained(cls: type[_E], amplitude: Tensor, freeze_amplitude: bool, kwargs: dict) -> _E:
     """A complex embedding whose amplitudes start from ``amplitude`` ``[V, D]`` (frozen or trained)."""
     if not isinstance(amplitude, Tensor) or amplitude.dim() != 2:
         got = tuple(amplitude.shape) if isinstance(amplitude, Tensor) else type(amplitude).__name__
@@ -189,7 +194,7 @@ def _check_choice(name: str, value: Any, choices: tuple) -> None:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
 
 
-def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, int]) -> Tensor:
+def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, ...]) -> Tensor:
     if not isinstance(matrix, Tensor) or matrix.dim() != 2 or tuple(matrix.shape) != tuple(shape):
         got = tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__
         raise ValueError(f"{name} must be a real tensor of shape {tuple(shape)} (num_embeddings, embedding_dim), got {got}")
@@ -413,7 +418,7 @@ class LearnedPositionalEmbedding(WordEmbedding):
                  padding_idx: int | None = None, sparse: bool = False, device=None, dtype=None) -> None:
         if (as_integer(max_positions) or 0) <= 0:  # not 2.5, "8", True; any integer type, stored as an int
             raise ValueError(f"max_positions must be a positive integer, got {max_positions!r}")
-        self.max_positions = max_positions = as_integer(max_positions)
+        self.max_positions = max_positions = cast(int, as_integer(max_positions))  # an int: checked above
         super().__init__(num_embeddings, embedding_dim, padding_idx=padding_idx, sparse=sparse,
                          device=device, dtype=dtype)
         self.position_weight = nn.Parameter(torch.empty(max_positions, embedding_dim, device=device, dtype=dtype))
@@ -899,5 +904,5 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
         return cls(num_embeddings, embedding_dim, padding_idx=padding_idx, **options)
     emb = cls(num_embeddings, embedding_dim, padding_idx=padding_idx, **options)
     if pretrained is not None:
-        emb.load_word_vectors(pretrained)
+        cast(WordEmbedding, emb).load_word_vectors(pretrained)  # the real embeddings: WordEmbedding and subclasses
     return emb

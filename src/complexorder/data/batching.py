@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -54,7 +55,7 @@ def iterate_batches(data: EncodedDataset, batch_size: int, *, shuffle: bool = Fa
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     order = torch.randperm(len(data), generator=generator) if shuffle else torch.arange(len(data))
-    batches = []
+    batches: list[Any] = []  # index tensors; each becomes a list of ints below
     if bucket:
         lengths = torch.tensor([len(s) for s in data.sequences])
         chunk = batch_size * bucket_batches

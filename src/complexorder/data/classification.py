@@ -152,7 +152,8 @@ def _read_polarity(folder: Path, spec: DatasetSpec, notes: list[str]):
 
 
 def _read_labelled(path: Path, parse, notes: list[str], expected: str):
-    texts, labels, empty = [], [], []
+    texts, labels = [], []
+    empty: list[int] = []
     lines = _nonblank(path, notes)
     _require_examples(path, len(lines), expected)
     for number, line in lines:

@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -71,8 +72,9 @@ def split_files(data_dir: str | Path | None, split: str, src_lang: str = "en", t
     if split not in SPLITS:
         raise ValueError(f"unknown Multi30k split {split!r}; valid splits: {', '.join(SPLITS)}")
     folder = multi30k_dir(data_dir)
-    return tuple(require_file(folder / f"{split}.{lang}", _HOW_TO_GET.format(split=split, lang=lang))
-                 for lang in (src_lang, tgt_lang))
+    return cast("tuple[Path, Path]",
+                tuple(require_file(folder / f"{split}.{lang}", _HOW_TO_GET.format(split=split, lang=lang))
+                      for lang in (src_lang, tgt_lang)))
 
 
 def read_lines(path: str | Path) -> list[str]:
@@ -240,7 +242,7 @@ class WordTokenizer:
     @classmethod
     def train(cls, texts: Iterable[str], min_frequency: int = 2) -> "WordTokenizer":
         """Vocabulary of the words seen at least ``min_frequency`` times (most frequent first)."""
-        counts = collections.Counter()
+        counts: collections.Counter[str] = collections.Counter()
         tok = cls(SPECIALS)
         for text in texts:
             counts.update(tok.tokenize(text))

@@ -29,6 +29,7 @@ import unicodedata
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -200,6 +201,7 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True, 
         verified_by = "Mahoney's text8"
     out_dir = Path(out_dir)
     bounds = np.cumsum((0,) + TEXT8_SPLIT_SIZES)
+    manifest: dict[str, Any]
     manifest = {"format": "text8", "source": str(source), "sha256_source": file_digest, "sha256_text8": digest,
                 "verified": digest == TEXT8_SHA256, "sha256_pinned": sha256, "verified_by": verified_by,
                 "splits": {}}
@@ -301,6 +303,7 @@ def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int
         path = require_file(source_dir / rel, "the proxy corpus reads the shared data set files listed in "
                                               "complexorder.data.text8.PROXY_SOURCES")
         lines, fallback = read_lines(path)
+        stats: dict[str, Any]
         stats = {"path": rel, "lines": 0, "kept": 0, "duplicates": 0, "empty": 0, "non_utf8_lines": fallback}
         for line in lines:
             if not line.strip():
@@ -325,6 +328,7 @@ def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int
     n_valid, n_test = round(fractions[1] * n), round(fractions[2] * n)
     cuts = (0, n - n_valid - n_test, n - n_test, n)
     out_dir = Path(out_dir)
+    manifest: dict[str, Any]
     manifest = {"format": "text8", "built_by": "complexorder.data.text8.build_proxy_corpus", "seed": seed,
                 "fractions": list(fractions), "source_dir": str(source_dir), "sources": sources,
                 "lines_kept": len(kept), "characters": n, "characters_replaced_by_space": replaced_total,

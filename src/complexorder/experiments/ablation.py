@@ -11,8 +11,10 @@ import json
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
+from typing import cast
 
 import numpy as np
+from torch import nn
 
 from ..checkpoint import atomic_write_text
 from .classification import build_model_from_config
@@ -48,7 +50,7 @@ def paper_table4() -> list[dict]:
 def parameter_split(record: dict) -> tuple[int, int]:
     """(embedding parameters, other parameters) of the model a record describes (rebuilt, not trained)."""
     model = build_model_from_config(record["config"], record["vocab_size"], 2, max_positions=512)
-    emb = sum(p.numel() for p in model.embedding.parameters())
+    emb = sum(p.numel() for p in cast(nn.Module, model.embedding).parameters())
     return emb, sum(p.numel() for p in model.parameters()) - emb
 
 
@@ -245,7 +247,7 @@ def _paired_tests(by_variant: dict[str, list[dict]]) -> list[str]:
         diffs = _paired_diffs(runs, top) if runs and label != PAPER_ROWS[0][0] else []
         if not diffs:
             continue
-        theirs = {r["split"]: r["test_accuracy"] for r in runs}
+        theirs = {r["split"]: r["test_accuracy"] for r in cast("list[dict]", runs)}  # diffs: runs were found
         p_top, _ = paired_wilcoxon(ours, theirs)
         p_row, _ = paired_wilcoxon(theirs, ours)
         rows.append(f"| {label} | {len(diffs)} | {np.mean(diffs):+.3f} | {p_top:.3g} | {p_row:.3g} |")

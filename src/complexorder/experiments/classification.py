@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from tqdm.auto import tqdm
@@ -394,7 +394,8 @@ def build_model_from_config(config: dict, vocab_size: int, num_classes: int, max
                                 padding_idx=None if fixed_length else 0, pretrained=pretrained,
                                 max_positions=max(max_positions, fixed_length),
                                 sparse=settings.get("sparse_embeddings", False), **config["embedding_options"])
-    options = ModelSettings(**{k: (tuple(v) if k == "filter_sizes" else v) for k, v in settings.items()})
+    options = ModelSettings(**cast("dict[str, Any]",
+                                   {k: (tuple(v) if k == "filter_sizes" else v) for k, v in settings.items()}))
     return build_classifier(config["model"], embedding, num_classes,
                             **options.model_options(config["model"], config["share_weights"]))
 
@@ -437,7 +438,7 @@ def _encode(vocab: Vocabulary, part) -> EncodedDataset:
 def checkpoint_path(grid: GridConfig, unit: Unit) -> Path:
     """Where a unit's trained model goes with ``checkpoint_dir`` (one file per data set, model, row and split)."""
     name = f"{unit.dataset}-{unit.model}-{unit.variant.label}-{unit.split}".replace(" ", "_").replace("/", "_")
-    return Path(grid.checkpoint_dir) / f"{name}.pt"
+    return Path(cast(str, grid.checkpoint_dir)) / f"{name}.pt"  # called only with a checkpoint_dir
 
 
 def check_checkpoint_names(grid: GridConfig, units: list[Unit]) -> None:
@@ -489,6 +490,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
     split = make_split(data, unit.split)
     vocab = Vocabulary.from_texts(split.train[0])
     train, dev, test = (_encode(vocab, p) for p in (split.train, split.dev, split.test))
+    vectors_info: dict[str, Any] | None
     pretrained, vectors_info = None, None
     if settings.pretrained and grid.vectors:
         kv = cache.word_vectors(grid.vectors, settings.embedding_dim)

@@ -8,6 +8,7 @@ import shlex
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any, overload
 
 from ..checkpoint import check_writable
 from ..config import check_no_repeats, config_from_dict, find_config, read_extended_toml
@@ -18,6 +19,10 @@ from ..environment import NO_PROGRESS_HELP, set_threads
 from .classification import GridConfig, dry_run_summary, plan_units, run_grid
 
 
+@overload
+def parse_names(text: str, valid, what: str) -> list[str]: ...
+@overload
+def parse_names(text: None, valid, what: str) -> None: ...
 def parse_names(text: str | None, valid, what: str) -> list[str] | None:
     """``"a,b"`` -> ``["a", "b"]``, each checked against ``valid``.
 
@@ -73,6 +78,8 @@ def parse_ints(text: str | None, what: str) -> list[int] | None:
         for part in text.split(","):
             part = part.strip()
             if "-" in part[1:]:
+                lo: str | int  # the range's ends as written, then as integers
+                hi: str | int
                 lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
                 lo, hi = int(lo), int(hi)
                 if hi < lo:
@@ -207,7 +214,7 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     raw.setdefault("name", path.stem)  # a file of one's own without `name` ran (and recorded) as "table2"
     grid = config_from_dict(raw, GridConfig, where=str(path))
     grid.check_names(str(path))  # before the subsets: a misspelt name in the file is named with the file
-    changes = {}
+    changes: dict[str, Any] = {}
     if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
     if args.models is not None:

@@ -13,6 +13,7 @@ import difflib
 import io
 import shlex
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -145,6 +146,8 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
         if word in (PAD_TOKEN, UNK_TOKEN):
             raise ValueError(f"word {word!r} is a special token of the vocabulary, not a word; choose a word")
         if word not in vocab:
+            words: list[str] | torch.Tensor  # reused below for the words' δ and how many are near the start
+            near: list[str] | int
             words = [w for w in vocab if w not in SPECIAL_TOKENS]
             near = difflib.get_close_matches(word, words, n=5)
             if word.lower() in words and word.lower() not in near:  # the vocabulary is lower-cased (Kim 2014)
@@ -199,9 +202,9 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
     for line in (overlap, note):
         if line:
             log(f"note: {line}")
-    written = {"density": out_dir / "delta_density.png", "table": out_dir / "table7.md"}
+    written: dict[str, Any] = {"density": out_dir / "delta_density.png", "table": out_dir / "table7.md"}
     if word_id is not None:
-        safe = "".join(c if c.isalnum() else "_" for c in word)
+        safe = "".join(c if c.isalnum() else "_" for c in cast(str, word))  # word_id: a word was given
         written["waves"] = out_dir / f"waves_{safe}.png"
-        written["dims"] = plot_word_waves(emb, word_id, word, written["waves"], dims)
+        written["dims"] = plot_word_waves(emb, word_id, cast(str, word), written["waves"], dims)
     return written

@@ -23,7 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -195,7 +195,7 @@ def learning_rate(step: int, t: TrainSettings) -> float:
 
 def optimizer_groups(model: nn.Module, t: TrainSettings) -> list[dict]:
     """Adam groups: weights (decayed), angles (undecayed), frequencies (undecayed, own lr scale)."""
-    groups = {"decay": [], "angle": [], "frequency": []}
+    groups: dict[str, list[nn.Parameter]] = {"decay": [], "angle": [], "frequency": []}
     for name, p in model.named_parameters():
         leaf = name.rsplit(".", 1)[-1]
         key = "frequency" if leaf == "frequency" else "angle" if leaf in PERIODIC_PARAMETER_NAMES else "decay"
@@ -269,6 +269,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
+    corpus_signature: dict[str, Any]
     corpus_signature = {"train_chars": corpus["train"].numel(),
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
@@ -284,6 +285,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     torch.manual_seed(t.seed)
     model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(optimizer_groups(model, t), lr=t.lr)
+    state: dict[str, Any]
     state = {"step": 0, "epoch": 0, "segment": 0, "best_valid_bpc": math.inf, "train_seconds": 0.0,
              "train_chars": 0}
     memory: XLMemory | None = None

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..checkpoint import check_results_file, check_writable, resume_point
@@ -117,7 +118,7 @@ def _parse_override(item: str) -> tuple[str, object]:
     return key.strip(), value
 
 
-def load_lm_config(source: str, overrides: list[str] = (), **direct) -> LMConfig:
+def load_lm_config(source: str, overrides: Sequence[str] = (), **direct) -> LMConfig:
     """An :class:`LMConfig` from a TOML path or shipped config name, with ``--set`` style overrides."""
     path = Path(source)
     if not path.suffix and not path.exists():

@@ -21,6 +21,7 @@ import sys
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.stats import permutation_test, rankdata, wilcoxon
@@ -69,7 +70,7 @@ def load_results(paths, warn=print, require: dict[str, str] | None = None, extra
 MALFORMED_SHOWN = 3
 
 
-def read_results_lines(path: str | Path, warn=print) -> list[tuple[int, object]]:
+def read_results_lines(path: str | Path, warn=print) -> list[tuple[int, Any]]:
     """``(line number, record)`` of each JSON line of ``path``. Lines that are not JSON are skipped and reported
     through ``warn`` (one line each, or one line for all when there are more than ``MALFORMED_SHOWN``); when lines
     that are not even the start of a record (:func:`~complexorder.checkpoint.is_cut_record`) are as many as the
@@ -472,6 +473,7 @@ def render_table2(records: list[dict], datasets: list[str] | None = None, models
         return "fold" if any(s.startswith("fold-") for s in scores) else "seed"
 
     full_n: dict[str, int] = {}
+    scores: dict[str, float] | None  # each cell's, then the one of the row (None: no results)
     for scores in cells.values():
         full_n[kind(scores)] = max(full_n.get(kind(scores), 0), len(scores))
     lines = ["| model | embedding | " + " | ".join(datasets) + " |", "|---|---|" + "---:|" * len(datasets)]
@@ -661,7 +663,7 @@ def write_report(results: list[str], out: str | Path, figure: str | Path | None 
     records = load_results(results, require=FIGURE_FIELDS if figure else None)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
-    reads = {f"a results file it renders ({r})": r for r in results}
+    reads: dict[str, str | Path] = {f"a results file it renders ({r})": r for r in results}
     if notes:
         reads["the notes file it appends (--notes)"] = notes
     check_writable(out, "--out", inputs=reads)  # creates nothing: the directory is made when the table is written

@@ -13,6 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -54,9 +55,10 @@ def parameter_groups(model: nn.Module, weight_decay: float,
     Embedding tables with sparse gradients are left out: they go to ``SparseAdam``.
     """
     embeddings = [m for m in (getattr(model, n, None) for n in embedding_attributes) if isinstance(m, nn.Module)]
-    sparse = {id(p) for m in embeddings if hasattr(m, "sparse_parameters") for p in m.sparse_parameters()}
+    sparse = {id(p) for m in embeddings if hasattr(m, "sparse_parameters") for p in cast(Any, m).sparse_parameters()}
     embedding_ids = {id(p) for m in embeddings for p in m.parameters()}
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if p.requires_grad and id(p) not in sparse:
             free = id(p) in embedding_ids or name.rsplit(".", 1)[-1] in PERIODIC_PARAMETER_NAMES
@@ -96,7 +98,7 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     """
     if not frequency_lr_scale >= 0.0:
         raise ValueError(f"frequency_lr_scale must be >= 0, got {frequency_lr_scale}")
-    embedding = getattr(model, "embedding", None)
+    embedding: Any = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]
     dense_groups = scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)

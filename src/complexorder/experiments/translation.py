@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -235,7 +236,7 @@ def _validation_loss(model, examples, batch_size: int, label_smoothing: float) -
     total, nll, tokens = 0.0, 0.0, 0
     for idx in make_batches([len(t) for _, t in examples], batch_size):
         loss, batch_nll, n = _loss(model, collate([examples[i] for i in idx]), label_smoothing, True)
-        total, nll, tokens = total + loss.item() * n, nll + batch_nll.item(), tokens + n
+        total, nll, tokens = total + loss.item() * n, nll + cast(Tensor, batch_nll).item(), tokens + n
     model.train(was)
     return {"valid_loss": total / max(1, tokens), "valid_ppl": math.exp(min(50.0, nll / max(1, tokens)))}
 
@@ -420,10 +421,11 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     def make_optimizer(embedding_attributes=EMBEDDING_ATTRIBUTES) -> torch.optim.Adam:
         groups = parameter_groups(model, tc.weight_decay, embedding_attributes)
         groups = scale_frequency_lr(model, groups, tc.lr, tc.frequency_lr_scale)
-        return torch.optim.Adam(groups, lr=tc.lr, betas=tuple(tc.betas), eps=tc.adam_eps)
+        return torch.optim.Adam(groups, lr=tc.lr, betas=cast("tuple[float, float]", tuple(tc.betas)), eps=tc.adam_eps)
 
     optimizer = make_optimizer()
     # loss_sum / tok_sum: the current epoch's summed training loss and target tokens (kept for a resume)
+    state: dict[str, Any]
     state = {"step": 0, "epoch": 1, "batch": 0, "train_seconds": 0.0, "train_cpu_seconds": 0.0,
              "loss_sum": 0.0, "tok_sum": 0}
     if resume is not None:
@@ -632,6 +634,7 @@ def greedy_search(model: TransformerSeq2Seq, src: Tensor, *, max_len_a: float = 
     limits = _limits(src_pad, max_len_a, max_len_b)
     tokens = src.new_full((src.shape[0],), BOS)
     done = torch.zeros_like(tokens, dtype=torch.bool)
+    cache: dict[str, Any]
     cache, out = {}, []
     for step in range(int(limits.max()) + 1):
         log_probs = _constrain(model.decode_step(tokens, step, memory, src_pad, cache).log_softmax(-1), step, limits)

@@ -19,6 +19,8 @@ With complex tensors at the boundary: ``z [B, L, d]`` complex in and out.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
@@ -118,7 +120,7 @@ class AuthorsEncoderLayer(nn.Module):
     def reset_parameters(self) -> None:
         """``nn.Linear``'s default for Q and the feed-forward block; K, V and O start as copies of Q (theirs
         deep-copies one linear four times)."""
-        for module in (self.projections[0], self.linear1, self.linear2):
+        for module in (cast(nn.Linear, self.projections[0]), self.linear1, self.linear2):
             module.reset_parameters()
         with torch.no_grad():
             for p in self.projections[1:]:
@@ -135,8 +137,9 @@ class AuthorsEncoderLayer(nn.Module):
             raise ValueError(f"AuthorsEncoderLayer: src must be a complex [B, L, d_model] tensor, got "
                              f"{src.dtype} {tuple(src.shape)}")
         b, length, d = src.shape
-        heads = [per_part(p, src).view(b, length, self.nhead, d // self.nhead).transpose(1, 2)
-                 for p in self.projections[:3]]
+        heads = cast("tuple[Tensor, Tensor, Tensor]",  # q, k, v (a list of three), unpacked below
+                     [per_part(p, src).view(b, length, self.nhead, d // self.nhead).transpose(1, 2)
+                      for p in self.projections[:3]])
         mask = None if src_key_padding_mask is None else ~src_key_padding_mask[:, None, None, :]
         attended, _ = complex_scaled_dot_product_attention(*heads, mask, dropout_p=self.dropout.p,
                                                            training=self.training, score=self.attention_score)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -57,13 +58,13 @@ class CNNClassifier(nn.Module):
                                          **{f"filter_sizes[{i}]": k for i, k in enumerate(filter_sizes)}))
         self.embedding = embedding
         self.filter_sizes = filter_sizes
-        complex_ = embedding.is_complex
-        dim = embedding.embedding_dim
+        complex_ = cast(bool, embedding.is_complex)  # check_embedding checked both
+        dim = cast(int, embedding.embedding_dim)
         self.dropout = make_dropout(dropout, complex_)
         if complex_:
             self.convs = nn.ModuleList(ComplexConv1d(dim, filters, k, share_weights=share_weights)
                                        for k in self.filter_sizes)
-            self.activation = SplitActivation("relu")
+            self.activation: nn.Module = SplitActivation("relu")
         else:
             self.convs = nn.ModuleList(nn.Conv1d(dim, filters, k) for k in self.filter_sizes)
             self.activation = nn.ReLU()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from torch import Tensor, nn
 
 from ..nn import ComplexLinear, SplitActivation
@@ -46,12 +48,12 @@ class FastTextClassifier(nn.Module):
         check_embedding(embedding, "FastTextClassifier")
         num_classes, hidden = check_sizes("FastTextClassifier", dropout, num_classes=num_classes, hidden=hidden)
         self.embedding = embedding
-        complex_ = embedding.is_complex
-        dim = embedding.embedding_dim
+        complex_ = cast(bool, embedding.is_complex)  # check_embedding checked both
+        dim = cast(int, embedding.embedding_dim)
         self.dropout = make_dropout(dropout, complex_)
         if complex_:
-            self.hidden = ComplexLinear(dim, hidden, share_weights=share_weights)
-            self.activation = SplitActivation("relu")
+            self.hidden: nn.Module = ComplexLinear(dim, hidden, share_weights=share_weights)
+            self.activation: nn.Module = SplitActivation("relu")
         else:
             self.hidden = nn.Linear(dim, hidden)
             self.activation = nn.ReLU()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
@@ -51,13 +53,14 @@ class LSTMClassifier(nn.Module):
         if not isinstance(bidirectional, bool):  # nn.LSTM takes any truthy value
             raise ValueError(f"LSTMClassifier: bidirectional must be True or False, got {bidirectional!r}")
         self.embedding = embedding
-        complex_ = embedding.is_complex
-        dim = embedding.embedding_dim
+        complex_ = cast(bool, embedding.is_complex)  # check_embedding checked both
+        dim = cast(int, embedding.embedding_dim)
         self.dropout = make_dropout(dropout, complex_)
+        stack: dict[str, Any]
         stack = {"num_layers": num_layers, "bidirectional": bidirectional,
                  "dropout": dropout if num_layers > 1 else 0.0}  # validated by the LSTMs themselves
         if complex_:
-            self.lstm = ComplexLSTM(dim, hidden, batch_first=True, share_weights=share_weights, **stack)
+            self.lstm: nn.Module = ComplexLSTM(dim, hidden, batch_first=True, share_weights=share_weights, **stack)
         else:
             self.lstm = nn.LSTM(dim, hidden, batch_first=True, **stack)
         self.feature_dropout = nn.Dropout(dropout)

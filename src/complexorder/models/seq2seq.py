@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Literal
+from typing import Any, Literal, cast
 
 import torch
 import torch.nn.functional as F
@@ -243,7 +243,7 @@ class TransformerSeq2Seq(nn.Module):
         for name, size in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
             if as_integer(size) is None or size <= 0:  # NumPy integers are taken (and stored as ints)
                 raise ValueError(f"{name} must be a positive integer, got {size!r}")
-        src_vocab_size, tgt_vocab_size = as_integer(src_vocab_size), as_integer(tgt_vocab_size)
+        src_vocab_size, tgt_vocab_size = cast(int, as_integer(src_vocab_size)), cast(int, as_integer(tgt_vocab_size))
         if config.variant not in VARIANTS:
             raise ValueError(f"model.variant must be one of {', '.join(VARIANTS)}; got {config.variant!r}")
         if config.share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -270,7 +270,7 @@ class TransformerSeq2Seq(nn.Module):
             # a negative id would embed as row V + pad_id but never be masked (src == pad_id compares the raw id)
             raise ValueError(f"pad_id must be a token id in [0, {smallest}) (the padding token of both "
                              f"vocabularies), got {pad_id!r}")
-        pad_id = as_integer(pad_id)
+        pad_id = cast(int, as_integer(pad_id))  # checked above
         if config.share_weights and not self.is_complex:
             raise ValueError("share_weights applies to the complex network only (complex variants, network 'complex')")
         if config.attention_score != "modulus" and not self.is_complex:
@@ -298,6 +298,7 @@ class TransformerSeq2Seq(nn.Module):
         if config.phase_dropout and not self.complex_embedding:
             raise ValueError(f"model.phase_dropout applies to the complex variants only (the 'vanilla' embedding has "
                              f"no phases); got {config.phase_dropout!r}")
+        options: dict[str, Any]
         options = ({"frequency_init": config.frequency_init, "frequency_sharing": config.frequency_sharing,
                     "initial_phase": config.initial_phase}
                    if config.variant == "complex-order" else {})
@@ -312,7 +313,11 @@ class TransformerSeq2Seq(nn.Module):
         # A complex embedding read by the real network arrives as [Re f, Im f]: 2 * d real features.
         width = 2 * d if self.complex_embedding and not self.is_complex else d
         layer_args = (width, config.nhead, config.dim_feedforward, config.dropout)
+        layer_kwargs: dict[str, Any]
         layer_kwargs = {"activation": config.activation, "batch_first": True, "norm_first": config.norm_first}
+        enc: type[nn.Module]  # the complex or the real layers, built alike
+        dec: type[nn.Module]
+        norm: type[nn.Module]
         if self.is_complex:
             layer_kwargs.update(share_weights=config.share_weights, attention_score=config.attention_score)
             enc, dec, norm = ComplexTransformerEncoderLayer, ComplexTransformerDecoderLayer, ComplexLayerNorm
@@ -335,6 +340,7 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def reset_parameters(self) -> None:
         """Re-initialise the embeddings and the output projection (the layers initialise themselves)."""
+        emb: Any  # an embedding of build_embedding: reset_parameters, amplitude or weight
         for emb in {id(e): e for e in (self.src_embedding, self.tgt_embedding)}.values():
             emb.reset_parameters()
             if self.config.scale_embedding:
@@ -463,7 +469,7 @@ class TransformerSeq2Seq(nn.Module):
             if self.is_complex:
                 x = layer(x, memory, memory_key_padding_mask=src_pad, tgt_is_causal=True, cache=layer_cache)
             else:
-                x = _real_decoder_layer_step(layer, x, memory, src_pad, layer_cache)
+                x = _real_decoder_layer_step(cast(nn.TransformerDecoderLayer, layer), x, memory, src_pad, layer_cache)
         cache["position"] = int(position)
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -137,13 +140,14 @@ class TransformerClassifier(nn.Module):
                              "both parts already)")
         self.authors = network == "authors"
         self.embedding = embedding
-        self.is_complex = embedding.is_complex and network != "real"  # complex encoder layers
+        self.is_complex = cast(bool, embedding.is_complex) and network != "real"  # complex encoder layers
         # a complex embedding read by real layers arrives as [Re f, Im f]: 2 * D real features
-        d = embedding.embedding_dim * (2 if embedding.is_complex and not self.is_complex else 1)
+        d = cast(int, embedding.embedding_dim) * (2 if embedding.is_complex and not self.is_complex else 1)
         if d % nhead:  # was torch's "embed_dim must be divisible by num_heads" (an AssertionError for real layers)
             width = f"2 x embedding_dim = {d}" if embedding.is_complex and not self.is_complex else f"{d}"
             raise ValueError(f"TransformerClassifier: nhead ({nhead}) must divide the layers' width ({width})")
         self.dropout = make_dropout(dropout, self.is_complex)
+        make: Callable[[], nn.Module]
         if self.authors:
             make = lambda: AuthorsEncoderLayer(d, nhead, dim_feedforward, dropout,  # noqa: E731
                                                attention_score=attention_score)

@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import Tensor, nn
@@ -468,16 +468,17 @@ class TransformerXL(nn.Module):
         d_embed = config.d_model if config.d_embed is None else config.d_embed
         self.d_embed = d_embed
         position_scale = math.sqrt(2.0) * config.init_std if config.position_scale is None else config.position_scale
-        options = {"complex-order": {"frequency_init": config.frequency_init},
-                   "pe": {"max_positions": config.max_positions},
-                   "tpe": {"position_scale": position_scale}}.get(config.embedding, {})
+        options = cast("dict[str, Any]",  # values of several types, by embedding
+                       {"complex-order": {"frequency_init": config.frequency_init},
+                        "pe": {"max_positions": config.max_positions},
+                        "tpe": {"position_scale": position_scale}}.get(config.embedding, {}))
         if config.phase_dropout:
             options = {**options, "phase_dropout": config.phase_dropout}
         self.complex_network = config.network == "complex"
         if self.complex_network:
             d_embed = self.d_embed = config.d_model  # complex dimensions, not projected
         width = d_embed if config.embedding in REAL_EMBEDDINGS or self.complex_network else d_embed // 2
-        self.word_emb = build_embedding(XL_EMBEDDINGS[config.embedding], config.vocab_size, width, **options)
+        self.word_emb: Any = build_embedding(XL_EMBEDDINGS[config.embedding], config.vocab_size, width, **options)
         self.emb_proj = (nn.Linear(d_embed, config.d_model, bias=False)
                          if d_embed != config.d_model and not self.complex_network else None)
         self.emb_scale = math.sqrt(config.d_model)
@@ -489,7 +490,7 @@ class TransformerXL(nn.Module):
         self.r_r_bias = nn.Parameter(torch.empty(config.n_head, config.d_head))
         self.out = nn.Linear(config.d_model, config.vocab_size)
         if config.tie_weight:
-            self.out.weight = self.word_emb.weight
+            self.out.weight = cast(nn.Parameter, self.word_emb.weight)  # a real embedding's table
         self.mem_len, self.same_length, self.clamp_len = config.mem_len, config.same_length, config.clamp_len
         self.reset_parameters()
 

@@ -41,8 +41,13 @@ class ComplexConv1d(nn.Module):
         torch.Size([2, 100, 18])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
-                 dilation: int = 1, bias: bool = True, share_weights: bool = False, device=None, dtype=None) -> None:
+    weight_imag: Tensor | None  # registered in __init__ (None: share_weights, or no bias)
+    bias_real: Tensor | None
+    bias_imag: Tensor | None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int], stride: int | tuple[int] = 1,
+                 padding: int | tuple[int] | str = 0, dilation: int | tuple[int] = 1, bias: bool = True,
+                 share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
@@ -74,7 +79,8 @@ class ComplexConv1d(nn.Module):
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() != 3 or input.shape[1] != self.in_channels:
             raise ValueError(f"ComplexConv1d expects input [N, {self.in_channels}, L], got {tuple(input.shape)}")
-        if self.padding != "same" and input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * self.padding:
+        padding = self.padding  # an integer, or "same" ("valid" is 0)
+        if not isinstance(padding, str) and input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * padding:
             raise ValueError(f"input length {input.shape[-1]} is shorter than the kernel ({self.kernel_size}); "
                              "pad the sequences to at least the kernel size")
         return CF.complex_conv1d(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag,

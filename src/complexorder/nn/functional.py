@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from typing import SupportsIndex, cast
 
 import torch
 import torch.nn.functional as F
@@ -122,7 +123,7 @@ def complex_linear(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
 
 def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | None = None,
                    bias_real: Tensor | None = None, bias_imag: Tensor | None = None,
-                   stride: int = 1, padding: int = 0, dilation: int = 1) -> Tensor:
+                   stride: int = 1, padding: int | str = 0, dilation: int = 1) -> Tensor:
     r"""Complex 1-d convolution: Eq. 10 applied to kernels, ``(A*x - B*y + c) + i(B*x + A*y + d)``.
 
     ``padding=0`` is the narrow (valid) convolution of the paper. ``weight_imag=None`` shares
@@ -133,7 +134,8 @@ def complex_conv1d(input: Tensor, weight_real: Tensor, weight_imag: Tensor | Non
         weight_real, weight_imag: real kernels ``A`` and ``B``; ``weight_imag=None`` (default) shares ``B = A``.
         bias_real, bias_imag: real biases ``c`` and ``d``; ``bias_real=None`` (default): no bias;
             ``bias_imag=None`` shares ``d = c`` and needs ``bias_real``.
-        stride, padding, dilation: integers, as :func:`torch.nn.functional.conv1d` (defaults 1, 0, 1).
+        stride, padding, dilation: integers (padding also ``"valid"`` or ``"same"``), as
+            :func:`torch.nn.functional.conv1d` (defaults 1, 0, 1).
 
     Shape:
         - input: ``[N, C_in, L]`` complex (batched only).
@@ -267,7 +269,7 @@ def as_integer(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        return operator.index(value)
+        return operator.index(cast(SupportsIndex, value))  # anything is tried: TypeError means no
     except TypeError:
         return None
 

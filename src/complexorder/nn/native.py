@@ -21,8 +21,9 @@ import contextlib
 import ctypes
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast, overload
 
 import torch
 from torch import Tensor
@@ -45,7 +46,8 @@ def _load() -> ctypes.CDLL | None:
     if _lib is not None or _status != "not loaded yet":
         return _lib
     try:
-        from . import _wave_kernel  # built by setup.py; a module so that pip installs it like any extension
+        # built by setup.py; a module so that pip installs it like any extension
+        from . import _wave_kernel  # type: ignore[attr-defined]  # a compiled C extension: mypy sees no module
         lib = ctypes.CDLL(_wave_kernel.__file__)
     except (ImportError, OSError) as exc:
         _status = f"not built or not loadable ({exc}); the PyTorch path is used"
@@ -127,7 +129,7 @@ def _column_ranges(dim: int, work: int) -> list[tuple[int, int]]:
     return [(c, min(c + step, dim)) for c in range(0, dim, step)]
 
 
-def _run(fn, args: tuple, dim: int, work: int) -> int:
+def _run(fn: Callable[..., int], args: tuple, dim: int, work: int) -> int:
     """``fn(*args, col0, col1)`` over the column ranges, in threads when there are several."""
     global _pool, _pool_key
     ranges = _column_ranges(dim, work)
@@ -145,6 +147,10 @@ def _run(fn, args: tuple, dim: int, work: int) -> int:
     return min(codes)
 
 
+@overload
+def _contiguous(t: Tensor) -> Tensor: ...
+@overload
+def _contiguous(t: Tensor | None) -> Tensor | None: ...
 def _contiguous(t: Tensor | None) -> Tensor | None:
     return None if t is None else t.detach().contiguous()
 
@@ -161,7 +167,7 @@ def wave_forward(tokens: Tensor, positions: Tensor, amplitude: Tensor, frequency
     Returns the interleaved real view ``[n, D, 2]`` of the complex output; padding rows are 0.
     Raises IndexError if a token is outside ``[0, V)`` (nothing is read out of bounds).
     """
-    lib = _load()
+    lib = cast(ctypes.CDLL, _load())  # callers check supports() first
     vocab, dim = amplitude.shape
     n = tokens.numel()
     out = torch.empty(n, dim, 2, dtype=torch.float32)
@@ -183,7 +189,7 @@ def wave_backward(tokens: Tensor, positions: Tensor, amplitude: Tensor, frequenc
     ``[V, D]`` tables (zero rows for unseen words and the padding word, as ``nn.Embedding``);
     ``rows=True`` gives one ``[n, D]`` row per token (padding rows 0), for sparse gradients.
     """
-    lib = _load()
+    lib = cast(ctypes.CDLL, _load())  # callers check supports() first
     vocab, dim = amplitude.shape
     n = tokens.numel()
     shape = (n, dim) if rows else (vocab, dim)

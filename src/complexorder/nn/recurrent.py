@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -88,6 +89,9 @@ class ComplexLSTM(nn.Module):
         (torch.Size([5, 16]), torch.Size([4, 8]))
     """
 
+    weight_ih_real: Tensor  # registered by name in __init__ (with the other weights, per layer and direction)
+    bias_real: Tensor | None
+
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  share_weights: bool = False, device=None, dtype=None) -> None:
@@ -139,14 +143,14 @@ class ComplexLSTM(nn.Module):
         for layer in range(self.num_layers):
             for suffix in self._suffixes(layer):
                 ih_re, ih_im, hh_re, hh_im, b_re, b_im = self._cell(suffix)
-                init_complex_pair(ih_re, ih_im, self.hidden_size, b_re, b_im)
-                init_complex_pair(hh_re, hh_im, self.hidden_size)
+                init_complex_pair(cast(Tensor, ih_re), ih_im, self.hidden_size, b_re, b_im)  # *_real: never None
+                init_complex_pair(cast(Tensor, hh_re), hh_im, self.hidden_size)
 
     def _real_params(self, suffix: str = "") -> list[Tensor]:
         """One direction of one layer as the real LSTM's ``[w_ih, w_hh(, b_ih, b_hh)]``."""
         ih_re, ih_im, hh_re, hh_im, b_re, b_im = self._cell(suffix)
-        w_ih = complex_lstm_block_weight(ih_re, ih_im)
-        w_hh = complex_lstm_block_weight(hh_re, hh_im)
+        w_ih = complex_lstm_block_weight(cast(Tensor, ih_re), ih_im)  # the *_real weights are never None
+        w_hh = complex_lstm_block_weight(cast(Tensor, hh_re), hh_im)
         if b_re is None:
             return [w_ih, w_hh]
         h = self.hidden_size
@@ -188,6 +192,7 @@ class ComplexLSTM(nn.Module):
         x = torch.cat((input.real, input.imag), dim=-1)
         batch = x.shape[0] if self.batch_first else x.shape[1]
         states = self.num_layers * self.num_directions
+        real_hx: tuple[Tensor, ...]
         if hx is None:
             zeros = x.new_zeros(states, batch, 2 * h)
             real_hx = (zeros, zeros)
@@ -205,9 +210,12 @@ class ComplexLSTM(nn.Module):
                 raise ValueError(f"lengths must be [{batch}] integers in [1, L], got {lengths.tolist()}")
         packed = None
         if lengths is not None and batch > 0:  # an empty batch has nothing to pack
+            # enforce_sorted=False: the packed sequence's sorted_indices and unsorted_indices are set
             packed = pack_padded_sequence(x, lengths, batch_first=self.batch_first, enforce_sorted=False)
-            real_hx = tuple(t.index_select(1, packed.sorted_indices) for t in real_hx)
+            real_hx = tuple(t.index_select(1, cast(Tensor, packed.sorted_indices)) for t in real_hx)
             x = packed.data
+        h_n: list[Tensor] | Tensor  # the layers' states, then their concatenation
+        c_n: list[Tensor] | Tensor
         h_n, c_n = [], []
         dirs = self.num_directions
         for layer in range(self.num_layers):
@@ -227,8 +235,8 @@ class ComplexLSTM(nn.Module):
         if packed is not None:
             total = input.shape[1 if self.batch_first else 0]
             x, _ = pad_packed_sequence(packed._replace(data=x), batch_first=self.batch_first, total_length=total)
-            h_n = h_n.index_select(1, packed.unsorted_indices)
-            c_n = c_n.index_select(1, packed.unsorted_indices)
+            h_n = h_n.index_select(1, cast(Tensor, packed.unsorted_indices))
+            c_n = c_n.index_select(1, cast(Tensor, packed.unsorted_indices))
         out = self._as_complex_output(x)
         h_n, c_n = (torch.complex(t[..., :h], t[..., h:]) for t in (h_n, c_n))
         if unbatched:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -242,7 +243,7 @@ def _clones(layer: nn.Module, num_layers: int, owner: str, expected: type) -> nn
 def _reset_all(module: nn.Module) -> None:
     for sub in module.modules():
         if sub is not module and hasattr(sub, "reset_parameters"):
-            sub.reset_parameters()
+            cast(Any, sub).reset_parameters()  # checked above; Module.__getattr__ would type it Tensor | Module
 
 
 class ComplexTransformerEncoder(nn.Module):

@@ -309,6 +309,7 @@ def _native_backward(ctx, grad_out: Tensor) -> tuple:
     g = torch.view_as_real(grad_out.resolve_conj().resolve_neg()).contiguous()
     needs = ctx.needs_input_grad[2:5]
     rows = ctx.sparse
+    grads: tuple[Tensor | None, ...]
     grads = native.wave_backward(flat, pos, amplitude, frequency, initial_phase, ctx.padding_idx, g, needs, rows)
     if rows:  # one row per token -> uncoalesced COO over the token rows, padding rows left out
         grads = tuple(None if gr is None else _table_grad(gr, amplitude.shape, flat, None, ctx.padding_idx, True)
