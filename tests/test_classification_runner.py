@@ -1173,3 +1173,28 @@ def test_a_dry_run_says_how_many_units_its_results_file_holds_already(capsys):
     assert len(out.out.splitlines()) == 130 and results.read_bytes() == before
     assert main(["ablate", "--seeds", "1-11", "--results", str(results), "--dry-run"]) == 0
     assert capsys.readouterr().err == f"complexorder: table4: 143 units, 130 already in {results}, 13 to run\n"
+
+
+def test_lstm_layers_and_directions_reach_the_model_keep_old_hashes_and_are_checked(tmp_path):
+    """[lstm] num_layers was recorded but never reached the LSTM (one layer whatever it said); bidirectional is new."""
+    from complexorder.experiments.classification import _hash, plan_units, unit_config
+
+    grid = tiny_grid(tmp_path, models=["lstm"], embeddings=["tpe", "complex-order"])
+    units = plan_units(grid)
+    assert all("bidirectional" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
+    deep = dataclasses.replace(grid, lstm=dataclasses.replace(grid.lstm, num_layers=2, bidirectional=True))
+    for unit in units:
+        config = unit_config(deep, unit)
+        assert config["settings"]["bidirectional"] is True and _hash(config) != _hash(unit_config(grid, unit))
+        model = build_model_from_config(config, vocab_size=30, num_classes=2, max_positions=16)
+        assert (model.lstm.num_layers, model.lstm.bidirectional, model.output.in_features) == (2, True, 16)
+    for model_name in ("cnn", "transformer"):
+        bad = dataclasses.replace(grid, models=[model_name])
+        bad = dataclasses.replace(bad, **{model_name: dataclasses.replace(getattr(bad, model_name), bidirectional=True)})
+        with pytest.raises(ValueError, match=rf"^\[{model_name}\] bidirectional must be false \(only the lstm reads "
+                                             r"both ways\), got True$"):
+            plan_units(bad)
+    flat = dataclasses.replace(grid, models=["fasttext"], fasttext=dataclasses.replace(grid.fasttext, num_layers=2))
+    with pytest.raises(ValueError, match=r"^\[fasttext\] num_layers must be 1 \(only the lstm and the transformer "
+                                         r"stack layers\), got 2$"):
+        plan_units(flat)

@@ -81,6 +81,9 @@ class ModelSettings:
     towards ``patience`` until the best dev accuracy is above the dev majority-class rate (what predicting one
     class scores), so a run that sits at that plateau for its first epochs trains on, up to ``epochs``, instead of
     stopping there (TPE on CR did so in half its folds: ``benchmarks/results/table2_tpe_cr_patience.md``).
+    ``num_layers`` stacks the Transformer's encoder layers or the LSTM's layers (1, the default, as the paper; FastText
+    and the CNN refuse another value; before stop 77 the LSTM ignored it) and ``bidirectional`` (LSTM only, false by
+    default) adds a backward LSTM whose final state is read out beside the forward one's.
     """
 
     embedding_dim: int = 300
@@ -109,6 +112,7 @@ class ModelSettings:
     loss: str = "cross-entropy"  # or "cross-entropy-of-probabilities" (the authors' Transformer classifier)
     fixed_length: int = 0  # transformer only: > 0 pads every sentence to it with a learned, unmasked <pad>
     patience_above_majority: bool = False  # patience counts only once dev beats the majority-class rate
+    bidirectional: bool = False  # lstm only: a second LSTM reads each sentence backwards (num_layers stacks it)
 
     def validate(self, where: str, architecture: str | None = None) -> None:
         """Raise a one-line ``ValueError`` naming ``where`` (e.g. ``[cnn]``) and the key for a value out of range.
@@ -126,6 +130,12 @@ class ModelSettings:
             fail("patience", "a positive integer (epochs without a better dev accuracy before stopping)")
         if not isinstance(self.patience_above_majority, bool):
             fail("patience_above_majority", "true or false")
+        if not isinstance(self.bidirectional, bool):
+            fail("bidirectional", "true or false")
+        if architecture not in (None, "lstm") and self.bidirectional:
+            fail("bidirectional", "false (only the lstm reads both ways)")
+        if architecture in ("fasttext", "cnn") and self.num_layers != 1:
+            fail("num_layers", "1 (only the lstm and the transformer stack layers)")
         if architecture == "transformer" and self.embedding_dim % self.nhead:
             fail("nhead", f"a divisor of embedding_dim ({self.embedding_dim})")
         sizes = self.filter_sizes
@@ -174,7 +184,8 @@ class ModelSettings:
             return {"filters": self.filters, "filter_sizes": tuple(self.filter_sizes), "dropout": self.dropout,
                     "share_weights": share_weights}
         if architecture == "lstm":
-            return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights}
+            return {"hidden": self.hidden, "dropout": self.dropout, "share_weights": share_weights,
+                    "num_layers": self.num_layers, "bidirectional": self.bidirectional}
         return {"nhead": self.nhead, "dim_feedforward": self.dim_feedforward, "num_layers": self.num_layers,
                 "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
                 "network": self.network, "readout": self.readout, "position_order": self.position_order,
@@ -357,7 +368,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
 LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
                   "readout": "modulus-of-mean", "position_order": "forward", "loss": "cross-entropy", "fixed_length": 0,
-                  "patience_above_majority": False}
+                  "patience_above_majority": False, "bidirectional": False}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:
