@@ -88,9 +88,10 @@ def test_bidirectional_lengths_read_each_sequence_backwards_from_its_own_end():
     lstm = cnn.ComplexLSTM(4, 3, num_layers=2, bidirectional=True, dtype=D64)  # time-major
     z = crandn(6, 3, 4)
     lengths = torch.tensor([6, 2, 4])
-    out, (h, c) = lstm(z, lengths=lengths)
+    h0, c0 = crandn(4, 3, 3), crandn(4, 3, 3)  # given states follow their sequences through the sorting by length
+    out, (h, c) = lstm(z, (h0, c0), lengths=lengths)
     for b, n in enumerate(lengths.tolist()):
-        ref_out, ref_h, ref_c = stack_by_hand(lstm, z[:n, b])
+        ref_out, ref_h, ref_c = stack_by_hand(lstm, z[:n, b], h0[:, b], c0[:, b])
         torch.testing.assert_close(out[:n, b], ref_out)
         torch.testing.assert_close(h[:, b], ref_h)
         torch.testing.assert_close(c[:, b], ref_c)
