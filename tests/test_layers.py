@@ -170,10 +170,23 @@ def test_complex_conv1d_is_a_narrow_complex_convolution_by_hand(share):
 
 def test_complex_conv1d_bad_input():
     conv = cnn.ComplexConv1d(4, 2, 5)
-    with pytest.raises(ValueError, match=r"ComplexConv1d expects input \[N, 4, L\], got \(2, 3, 9\)"):
+    with pytest.raises(ValueError, match=r"ComplexConv1d expects input \[N, 4, L\] or unbatched \[4, L\], "
+                                         r"got \(2, 3, 9\)"):
         conv(torch.randn(2, 3, 9, dtype=torch.complex64))
     with pytest.raises(ValueError, match="input length 3 is shorter than the kernel"):
         conv(torch.randn(2, 4, 3, dtype=torch.complex64))
+
+
+def test_conv_takes_an_unbatched_input_as_torch_conv1d():
+    torch.manual_seed(0)
+    conv = cnn.ComplexConv1d(4, 3, 3, padding="same", dtype=D64)
+    z = crandn(4, 6)
+    out = conv(z)
+    assert out.shape == (3, 6) == torch.nn.Conv1d(4, 3, 3, padding="same")(torch.randn(4, 6)).shape
+    torch.testing.assert_close(out, conv(z.unsqueeze(0))[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"^ComplexConv1d expects input \[N, 4, L\] or unbatched \[4, L\], "
+                                         r"got \(3, 6\)$"):
+        conv(crandn(3, 6))
 
 
 # ------------------------------------------------------------------------------ LSTM

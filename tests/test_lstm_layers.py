@@ -217,3 +217,4 @@ def test_bidirectional_classifier_reads_the_last_layers_two_final_states(embeddi
         build_classifier("lstm", build_embedding("tpe", 50, 6), 3, num_layers=0)
     with pytest.raises(ValueError, match=r"^LSTMClassifier: bidirectional must be True or False, got 1$"):
         build_classifier("lstm", build_embedding("tpe", 50, 6), 3, bidirectional=1)
+

@@ -32,7 +32,8 @@ class ComplexConv1d(nn.Module):
         share_weights: ``A = B`` and ``c = d`` (half the parameters).
 
     Shape:
-        ``[N, C_in, L]`` complex -> ``[N, C_out, (L + 2 padding - dilation (k - 1) - 1) // stride + 1]``.
+        ``[N, C_in, L]`` complex -> ``[N, C_out, (L + 2 padding - dilation (k - 1) - 1) // stride + 1]``; unbatched
+        ``[C_in, L]`` -> ``[C_out, L_out]``, as :class:`torch.nn.Conv1d`.
 
     Examples::
 
@@ -77,8 +78,11 @@ class ComplexConv1d(nn.Module):
                           self.bias_real, self.bias_imag)
 
     def forward(self, input: Tensor) -> Tensor:
+        if input.dim() == 2 and input.shape[0] == self.in_channels:  # unbatched [C_in, L], as nn.Conv1d
+            return self.forward(input.unsqueeze(0)).squeeze(0)
         if input.dim() != 3 or input.shape[1] != self.in_channels:
-            raise ValueError(f"ComplexConv1d expects input [N, {self.in_channels}, L], got {tuple(input.shape)}")
+            raise ValueError(f"ComplexConv1d expects input [N, {self.in_channels}, L] or unbatched "
+                             f"[{self.in_channels}, L], got {tuple(input.shape)}")
         padding = self.padding  # an integer, or "same" ("valid" is 0)
         if not isinstance(padding, str) and input.shape[-1] < self.dilation * (self.kernel_size - 1) + 1 - 2 * padding:
             raise ValueError(f"input length {input.shape[-1]} is shorter than the kernel ({self.kernel_size}); "
