@@ -276,9 +276,9 @@ def test_kdim_vdim_in_the_repr_and_bad_values():
         "embed_dim=8, num_heads=2, kdim=6, vdim=10"
     assert cnn.ComplexMultiheadAttention(8, 2, vdim=10).extra_repr() == "embed_dim=8, num_heads=2, vdim=10"
     assert "kdim=6" in repr(cnn.ComplexMultiheadAttention(8, 2, kdim=6))
-    for kwargs in ({"kdim": 0}, {"vdim": -3}):
-        with pytest.raises(ValueError, match=exactly(f"kdim and vdim must be greater than 0 (or None: embed_dim), got "
-                                                     f"kdim={kwargs.get('kdim')} and vdim={kwargs.get('vdim')}")):
+    for kwargs in ({"kdim": 0}, {"vdim": -3}, {"kdim": True}, {"vdim": 2.0}):  # True built a 1-wide projection
+        with pytest.raises(ValueError, match=exactly(f"kdim and vdim must be positive integers (or None: embed_dim), "
+                                                     f"got kdim={kwargs.get('kdim')!r} and vdim={kwargs.get('vdim')!r}")):
             cnn.ComplexMultiheadAttention(8, 2, **kwargs)
     mha = cnn.ComplexMultiheadAttention(8, 2, kdim=6, vdim=10)
     z = torch.randn(2, 3, 8, dtype=torch.complex64)

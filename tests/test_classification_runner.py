@@ -1183,6 +1183,11 @@ def test_lstm_layers_and_directions_reach_the_model_keep_old_hashes_and_are_chec
     units = plan_units(grid)
     assert all("bidirectional" not in unit_config(grid, u)["settings"] for u in units)  # default: old hashes
     deep = dataclasses.replace(grid, lstm=dataclasses.replace(grid.lstm, num_layers=2, bidirectional=True))
+    two = dataclasses.replace(grid, lstm=dataclasses.replace(grid.lstm, num_layers=2))
+    for unit in units:  # a record of the old code, which trained one layer for num_layers = 2, is not recognised
+        config = unit_config(two, unit)
+        old = {k: v for k, v in config.items() if k != "lstm_num_layers"}
+        assert config["lstm_num_layers"] == 2 and _hash(config) != _hash(old)
     for unit in units:
         config = unit_config(deep, unit)
         assert config["settings"]["bidirectional"] is True and _hash(config) != _hash(unit_config(grid, unit))

@@ -141,10 +141,24 @@ def test_dropout_drops_whole_complex_units_between_layers_in_training_only():
     torch.testing.assert_close(out[0], ref_out)
 
 
+def test_the_next_layer_reads_the_dropped_output():
+    """dropout = 1 drops every unit of layer 0's output, so layer 1 runs Eq. 12 on zeros (a review's mutations, the
+    dropout's result thrown away or applied after the last layer instead, passed the spy test above)."""
+    torch.manual_seed(0)
+    lstm = cnn.ComplexLSTM(4, 3, num_layers=2, dropout=1.0, batch_first=True, dtype=D64).train()
+    out, (h, _) = lstm(crandn(1, 6, 4))
+    zeros = torch.zeros(3, dtype=C128)
+    ref, ref_h, _ = run_by_hand(*cell_weights(lstm, "_l1"), torch.zeros(6, 3, dtype=C128), zeros, zeros)
+    torch.testing.assert_close(out[0], ref)
+    torch.testing.assert_close(h[1, 0], ref_h)
+    assert (h[0] != 0).all()  # layer 0's own state is not dropped
+
+
 def test_one_layer_keeps_the_single_layer_names_and_loads_their_state_dicts():
     single = cnn.ComplexLSTM(4, 3)
-    assert sorted(single.state_dict()) == ["bias_imag", "bias_real", "weight_hh_imag", "weight_hh_real",
-                                           "weight_ih_imag", "weight_ih_real"]
+    # the single-layer order too: an optimizer's state_dict matches parameters by position
+    assert [name for name, _ in single.named_parameters()] == ["weight_ih_real", "weight_hh_real", "weight_ih_imag",
+                                                               "weight_hh_imag", "bias_real", "bias_imag"]
     deep = cnn.ComplexLSTM(4, 3, num_layers=2, bidirectional=True, share_weights=True)
     assert sorted(deep.state_dict()) == sorted(f"{w}_real{s}" for w in ("weight_ih", "weight_hh", "bias")
                                                for s in ("", "_reverse", "_l1", "_l1_reverse"))

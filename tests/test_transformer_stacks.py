@@ -81,3 +81,16 @@ def test_bad_stacks_are_named():
     decoder = cnn.ComplexTransformerDecoder(decoder_layer(), 2)
     with pytest.raises(TypeError, match=r"^cache must be a dict \(empty at the first step\), got list$"):
         decoder(torch.randn(1, 1, 8, dtype=C64), torch.randn(1, 3, 8, dtype=C64), cache=[])
+
+
+def test_decoder_arguments_sit_in_torchs_places_and_memory_is_causal_masks_the_memory():
+    """torch's 8th argument is memory_is_causal: a positional call in torch's order read it as the cache."""
+    torch.manual_seed(0)
+    decoder = cnn.ComplexTransformerDecoder(decoder_layer(), 2).eval()
+    tgt, memory = torch.randn(1, 4, 8, dtype=C64), torch.randn(1, 4, 8, dtype=C64)
+    mask = torch.ones(4, 4, dtype=torch.bool).triu(1)  # True = not allowed: the causal mask written out
+    by_flag = decoder(tgt, memory, None, None, None, None, True, True)  # torch's positional order
+    torch.testing.assert_close(by_flag, decoder(tgt, memory, mask, mask))
+    assert not torch.allclose(by_flag, decoder(tgt, memory, mask), atol=1e-4)  # the memory mask does something
+    with pytest.raises(TypeError):
+        decoder(tgt, memory, None, None, None, None, True, False, {})  # cache is keyword-only

@@ -356,13 +356,18 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
     share = settings.share_weights if unit.variant.share_weights is None else unit.variant.share_weights
     if unit.variant.share_weights is None and share and not _is_complex_embedding(unit.variant.embedding):
         share = False  # a model-wide share_weights is for the complex rows: real layers have no parts to share
-    return {
+    config = {
         "dataset": unit.dataset, "model": unit.model, "split": unit.split, "seed": unit.seed,
         "variant": config_to_dict(unit.variant), "embedding": unit.variant.embedding,
         "embedding_options": dict(unit.variant.options), "share_weights": share,
         "settings": _settings_dict(settings),
         "vectors": grid.vectors if settings.pretrained else None,
     }
+    if unit.model == "lstm" and settings.num_layers != 1:
+        # Before stop 77 the LSTM ignored num_layers (one layer, recorded as more): a new hash, so that such a record
+        # is never taken for a finished unit of the stacked LSTM.
+        config["lstm_num_layers"] = settings.num_layers
+    return config
 
 
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.

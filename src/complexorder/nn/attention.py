@@ -131,9 +131,9 @@ class ComplexMultiheadAttention(nn.Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads}")
-        if (kdim is not None and kdim <= 0) or (vdim is not None and vdim <= 0):
-            raise ValueError(f"kdim and vdim must be greater than 0 (or None: embed_dim), got kdim={kdim} and "
-                             f"vdim={vdim}")
+        if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d <= 0) for d in (kdim, vdim)):
+            raise ValueError(f"kdim and vdim must be positive integers (or None: embed_dim), got kdim={kdim!r} and "
+                             f"vdim={vdim!r}")
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         CF.check_dropout(dropout)

@@ -71,7 +71,8 @@ class ComplexLSTM(nn.Module):
         - hx: optional ``(h_0, c_0)``, each ``[num_layers * num_directions, B, hidden_size]`` complex
           (``[num_layers * num_directions, hidden_size]`` for an unbatched input).
         - lengths: optional ``[B]`` integer tensor of valid lengths (batched input only); outputs past a
-          sequence's end are 0 and ``h_n``/``c_n`` are taken at its last valid step.
+          sequence's end are 0, and ``h_n``/``c_n`` are the forward direction's at its last valid step (the reverse
+          direction's at its first, where it ends).
         - output: ``[B, L, num_directions * hidden_size]`` (batch_first), ``[L, B, num_directions * hidden_size]``
           or ``[L, num_directions * hidden_size]`` complex (forward direction first); ``(h_n, c_n)`` each
           ``[num_layers * num_directions, B, hidden_size]`` complex (whatever ``batch_first``, as
@@ -116,10 +117,11 @@ class ComplexLSTM(nn.Module):
         directions = 2 if bidirectional else 1
         for layer in range(num_layers):
             cols = input_size if layer == 0 else directions * hidden_size
-            for suffix in self._suffixes(layer):
-                for name, width in (("weight_ih", cols), ("weight_hh", hidden_size)):
-                    self.register_parameter(f"{name}_real{suffix}", nn.Parameter(torch.empty(h4, width, **factory)))
-                    self.register_parameter(f"{name}_imag{suffix}", None if share_weights else
+            for suffix in self._suffixes(layer):  # in the single-layer LSTM's order (optimizer states match by it)
+                for name, width in (("weight_ih_real", cols), ("weight_hh_real", hidden_size)):
+                    self.register_parameter(f"{name}{suffix}", nn.Parameter(torch.empty(h4, width, **factory)))
+                for name, width in (("weight_ih_imag", cols), ("weight_hh_imag", hidden_size)):
+                    self.register_parameter(f"{name}{suffix}", None if share_weights else
                                             nn.Parameter(torch.empty(h4, width, **factory)))
                 self.register_parameter(f"bias_real{suffix}", nn.Parameter(torch.empty(h4, **factory))
                                         if bias else None)

@@ -168,7 +168,9 @@ class ComplexTransformerDecoderLayer(nn.Module):
           too).
         - tgt_key_padding_mask: optional ``[B, Lt]``; memory_key_padding_mask: optional ``[B, Ls]``; True =
           padding. With a ``cache``, the target masks' key dimension counts the cached positions too.
-        - tgt_is_causal: ``True`` applies the causal mask itself.
+        - tgt_is_causal: ``True`` applies the causal mask itself; ``memory_is_causal`` likewise to the cross-attention
+          (bottom-right aligned, as :func:`~complexorder.nn.functional.causal_mask`). Both are in
+          :class:`torch.nn.TransformerDecoderLayer`'s places; ``cache`` is keyword-only.
         - output: same shape as ``tgt``, complex.
         - unbatched, as :class:`torch.nn.TransformerDecoderLayer`: tgt ``[Lt, d_model]`` and memory
           ``[Ls, d_model]`` (both unbatched), tgt_mask ``[Lt, Lt]`` or ``[nhead, Lt, Lt]``, memory_mask ``[Lt, Ls]``
@@ -214,21 +216,21 @@ class ComplexTransformerDecoderLayer(nn.Module):
                       cache=None if cache is None else cache.setdefault("self", {}))
         return self.dropout1(out)
 
-    def _ca(self, x, memory, mask, kpm, cache):
+    def _ca(self, x, memory, mask, kpm, causal, cache):
         out = _attend(self.cross_attn, _DECODER_CROSS, x, memory, memory, key_padding_mask=kpm, attn_mask=mask,
-                      cache=None if cache is None else cache.setdefault("cross", {}), static_kv=True)
+                      is_causal=causal, cache=None if cache is None else cache.setdefault("cross", {}), static_kv=True)
         return self.dropout2(out)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                tgt_is_causal: bool = False, cache: dict | None = None) -> Tensor:
+                tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
         x = tgt
         if self.norm_first:
             x = x + self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache)
-            x = x + self._ca(self.norm2(x), memory, memory_mask, memory_key_padding_mask, cache)
+            x = x + self._ca(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal, cache)
             return x + self.dropout3(self.ffn(self.norm3(x)))
         x = self.norm1(x + self._sa(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache))
-        x = self.norm2(x + self._ca(x, memory, memory_mask, memory_key_padding_mask, cache))
+        x = self.norm2(x + self._ca(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal, cache))
         return self.norm3(x + self.dropout3(self.ffn(x)))
 
 
@@ -300,7 +302,8 @@ class ComplexTransformerDecoder(nn.Module):
     Shape: as :class:`ComplexTransformerDecoderLayer`; unbatched inputs too. With ``cache`` (a dict, empty at
     the first step) each call passes only the new target tokens: every layer keeps its keys and values under
     ``cache[i]`` (its index) and the memory's projections once, so step-by-step decoding gives what the whole
-    prefix gives at once with ``tgt_is_causal=True``.
+    prefix gives at once with ``tgt_is_causal=True``. Pass ``tgt_is_causal=True`` at every step too: a step of
+    several tokens (a prompt) otherwise lets them see each other's later ones.
 
     Examples::
 
@@ -309,7 +312,9 @@ class ComplexTransformerDecoder(nn.Module):
         >>> tgt, memory = torch.randn(1, 4, 16, dtype=torch.complex64), torch.randn(1, 6, 16, dtype=torch.complex64)
         >>> full = decoder(tgt, memory, tgt_is_causal=True)
         >>> cache = {}
-        >>> steps = torch.cat([decoder(tgt[:, t : t + 1], memory, cache=cache) for t in range(4)], dim=1)
+        >>> steps = torch.cat([decoder(tgt[:, :2], memory, tgt_is_causal=True, cache=cache),  # a prompt of two,
+        ...                    *(decoder(tgt[:, t : t + 1], memory, tgt_is_causal=True, cache=cache) for t in (2, 3))],
+        ...                   dim=1)  # then a token at a time
         >>> torch.allclose(steps, full, atol=1e-5)
         True
     """
@@ -325,12 +330,12 @@ class ComplexTransformerDecoder(nn.Module):
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-                tgt_is_causal: bool = False, cache: dict | None = None) -> Tensor:
+                tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
         if cache is not None and not isinstance(cache, dict):
             raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
         x = tgt
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
                       memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                      cache=None if cache is None else cache.setdefault(i, {}))
+                      memory_is_causal=memory_is_causal, cache=None if cache is None else cache.setdefault(i, {}))
         return x if self.norm is None else self.norm(x)
