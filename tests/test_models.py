@@ -463,3 +463,13 @@ def test_progress_bars_show_only_on_a_terminal(monkeypatch):
         model = make("fasttext", "tpe")
         train_classifier(model, data, None, epochs=1, batch_size=16, lr=1e-2, progress=True)
         assert ("\r" in stream.getvalue()) == shown
+
+
+def test_demo_rows_do_not_depend_on_what_ran_before_them():
+    """The demo warms up before timing and reseeds every row: a row's results are the same alone or after others."""
+    from complexorder.experiments.demo import DemoConfig, run_demo
+
+    config = DemoConfig(train_size=200, test_size=100, epochs=2)
+    alone = run_demo(config, ("complex-order",), progress=False)[0]
+    after = run_demo(config, ("tpe", "complex-order"), progress=False)[1]
+    assert (alone["test_accuracy"], alone["dev_accuracy"]) == (after["test_accuracy"], after["dev_accuracy"])
