@@ -26,16 +26,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from compile_probe import _shape  # the same BxL parser (this folder is on sys.path when run as a script)
 from complexorder import build_embedding
 from complexorder.models import build_classifier
-
-
-def _shape(text: str) -> tuple[int, int]:
-    try:
-        b, l = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shapes: expected BxL like 32x50, got {text!r}") from None
-    return b, l
 
 
 def probe(embedding: str, batch: int, length: int, dim: int, vocab: int, rounds: int) -> str:
@@ -89,7 +82,10 @@ def main(argv=None) -> None:
     parser.add_argument("--vocab", type=int, default=20000, help="V (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per form (default: %(default)s)")
     args = parser.parse_args(argv)
-    shapes = [_shape(s) for s in args.shapes.split(",")]
+    try:
+        shapes = [_shape(s) for s in args.shapes.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, one thread, median CPU ms of {args.rounds} interleaved training steps")
     print("| embedding | BxL | d | V | eager ms | compiled ms | compiled / eager | compile + check s |")

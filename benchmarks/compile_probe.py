@@ -97,7 +97,10 @@ def main(argv=None) -> None:
     parser.add_argument("--vocab", type=int, default=20000, help="V (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per candidate (default: %(default)s)")
     args = parser.parse_args(argv)
-    shapes = [_shape(s) for s in args.shapes.split(",")]
+    try:
+        shapes = [_shape(s) for s in args.shapes.split(",")]
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     dims = [int(d) for d in args.dims.split(",")]
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, one thread, median CPU ms of {args.rounds} interleaved rounds")
