@@ -36,6 +36,10 @@ def test_in_python_example_matches_its_comments():
     # padding_idx=0: the padded token's embedding is zero at every position
     assert torch.count_nonzero(z[0, 3]) == 0 and tokens[0, 3] == 0
     assert features.shape == (1, 300) and not features.is_complex() and bool((features >= 0).all())
+    out, h_n, encoder = ns["out"], ns["h_n"], ns["encoder"]
+    assert out.shape == (1, 4, 256) and out.is_complex() and h_n.shape == (4, 1, 128)  # the comment's shapes
+    assert len(encoder.layers) == 2 and encoder(ns["z"]).shape == (1, 4, 300)
+    assert torch.count_nonzero(out[0, 3]) == 0  # the padded step is past the sequence's length
 
 
 def test_sparse_example_updates_no_row_outside_its_batch():
