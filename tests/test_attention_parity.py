@@ -194,7 +194,7 @@ def test_transformer_layers_name_their_own_arguments_for_mixed_ranks():
     bad = {
         "src_key_padding_mask must be [3] for an unbatched src, got (1, 3)":
             lambda: enc(x, src_key_padding_mask=torch.zeros(1, 3, dtype=torch.bool)),
-        "src_mask must be [3, 3] or [num_heads = 2, 3, 3] for an unbatched src, got (4, 3, 3)":
+        "src_mask must be [3, 3] or [nhead = 2, 3, 3] for an unbatched src, got (4, 3, 3)":
             lambda: enc(x, src_mask=torch.zeros(4, 3, 3, dtype=torch.bool)),
         "memory must be [L, 8] complex (unbatched, as tgt), got (1, 5, 8)": lambda: dec(x, memory[None]),
         "memory must be [B, L, 8] complex (batched, as tgt), got (5, 8)": lambda: dec(x[None], memory),
@@ -202,7 +202,7 @@ def test_transformer_layers_name_their_own_arguments_for_mixed_ranks():
             lambda: dec(x, memory, memory_key_padding_mask=torch.zeros(1, 5, dtype=torch.bool)),
         "tgt_key_padding_mask must be [3] for an unbatched tgt, got (5,)":
             lambda: dec(x, memory, tgt_key_padding_mask=torch.zeros(5, dtype=torch.bool)),
-        "memory_mask must be [3, 5] or [num_heads = 2, 3, 5] for an unbatched tgt, got (2, 3, 3)":
+        "memory_mask must be [3, 5] or [nhead = 2, 3, 5] for an unbatched tgt, got (2, 3, 3)":
             lambda: dec(x, memory, memory_mask=torch.zeros(2, 3, 3, dtype=torch.bool)),
     }
     for message, call in bad.items():
@@ -307,3 +307,9 @@ def test_shape_errors_use_the_layers_own_batch_layout():
         attention(torch.randn(8, dtype=torch.complex64))
     with pytest.raises(ValueError, match=r"^query must be \[B, L, 8\] complex, got \(5, 2, 6\)$"):
         cnn.ComplexMultiheadAttention(8, 2)(torch.randn(5, 2, 6, dtype=torch.complex64))
+
+
+def test_layer_errors_name_nhead_not_the_attentions_num_heads():
+    layer = cnn.ComplexTransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+    with pytest.raises(ValueError, match=r"^src_mask must be \[3, 3\] or \[B \* nhead = 4, 3, 3\], got \(5, 3, 3\)$"):
+        layer(torch.randn(2, 3, 8, dtype=torch.complex64), src_mask=torch.zeros(5, 3, 3, dtype=torch.bool))

@@ -37,11 +37,13 @@ def _attend(attention: ComplexMultiheadAttention, names: dict[str, str], *args, 
 
 #: The attention's words -> the layers' arguments (the whole phrase first: the cross-attention's key and value
 #: are both the memory).
-_ENCODER_SELF = {"attn_mask": "src_mask", "key_padding_mask": "src_key_padding_mask", "query": "src"}
-_DECODER_SELF = {"attn_mask": "tgt_mask", "key_padding_mask": "tgt_key_padding_mask", "query": "tgt"}
+_ENCODER_SELF = {"attn_mask": "src_mask", "key_padding_mask": "src_key_padding_mask", "query": "src",
+                 "num_heads": "nhead"}
+_DECODER_SELF = {"attn_mask": "tgt_mask", "key_padding_mask": "tgt_key_padding_mask", "query": "tgt",
+                 "num_heads": "nhead"}
 _DECODER_CROSS = {"query, key and value must hold the same batch (and key and value the same length)":
                   "tgt and memory must hold the same batch", "attn_mask": "memory_mask",
-                  "key_padding_mask": "memory_key_padding_mask", "query": "tgt", "key": "memory"}
+                  "key_padding_mask": "memory_key_padding_mask", "query": "tgt", "key": "memory", "num_heads": "nhead"}
 
 
 class _FeedForward(nn.Module):
