@@ -94,3 +94,18 @@ def test_decoder_arguments_sit_in_torchs_places_and_memory_is_causal_masks_the_m
     assert not torch.allclose(by_flag, decoder(tgt, memory, mask), atol=1e-4)  # the memory mask does something
     with pytest.raises(TypeError):
         decoder(tgt, memory, None, None, None, None, True, False, {})  # cache is keyword-only
+
+
+@pytest.mark.parametrize("make", [encoder_layer, decoder_layer])
+def test_layers_reset_every_sub_layer(make):
+    torch.manual_seed(0)
+    layer = make()
+    before = {n: p.detach().clone() for n, p in layer.named_parameters()}
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.fill_(7.0)
+    layer.reset_parameters()
+    for name, p in layer.named_parameters():
+        assert not bool((p == 7.0).any()), f"{name} was not reset"
+        if "norm" in name:  # layer norms come back to their start exactly: weights 1, biases 0
+            torch.testing.assert_close(p, before[name])

@@ -125,6 +125,10 @@ class ComplexTransformerEncoderLayer(nn.Module):
         self.dropout2 = ComplexDropout(dropout)
         self.norm_first = norm_first
 
+    def reset_parameters(self) -> None:
+        """Draw every sub-layer's parameters afresh (torch's layers have none; its stacks' copies start equal)."""
+        _reset_all(self)
+
     def _sa(self, x: Tensor, attn_mask, key_padding_mask, is_causal) -> Tensor:
         out = _attend(self.self_attn, _ENCODER_SELF, x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
                       is_causal=is_causal)
@@ -212,6 +216,10 @@ class ComplexTransformerDecoderLayer(nn.Module):
         self.dropout2 = ComplexDropout(dropout)
         self.dropout3 = ComplexDropout(dropout)
         self.norm_first = norm_first
+
+    def reset_parameters(self) -> None:
+        """Draw every sub-layer's parameters afresh."""
+        _reset_all(self)
 
     def _sa(self, x, mask, kpm, causal, cache):
         out = _attend(self.self_attn, _DECODER_SELF, x, x, x, key_padding_mask=kpm, attn_mask=mask, is_causal=causal,
