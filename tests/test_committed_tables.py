@@ -83,6 +83,18 @@ def test_table6_budget_is_what_its_script_renders_from_the_committed_records(mon
     assert script.main(["--runs", "runs/stop76/lm", "--check"]) == 0
 
 
+def test_table6_frequency_lr_is_what_its_script_renders_from_the_committed_records(monkeypatch):
+    """table6_frequency_lr.md (stop 77) and its records: `make_table6_frequency_lr.py --check` as the file states."""
+    monkeypatch.chdir(ROOT)
+    spec = importlib.util.spec_from_file_location("make_table6_frequency_lr",
+                                                  ROOT / "benchmarks/lm/make_table6_frequency_lr.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert "python benchmarks/lm/make_table6_frequency_lr.py --runs runs/stop77/lm" in \
+        (ROOT / "benchmarks/results/table6_frequency_lr.md").read_text()
+    assert script.main(["--runs", "runs/stop77/lm", "--check"]) == 0
+
+
 SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, the arguments the table states)
     ("longer_budget.py", "table4_authors_classifier_lr1e-4_24_epochs.md",  # rule addendum 8
      ["--longer", "benchmarks/results/table4_authors_classifier_lr1e-4_24_epochs.jsonl",
