@@ -127,14 +127,19 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{args.runs}: runs outside this table's rule: {wrong}")
         records.update(found)
     base = load_records(Path(args.base))
-    text = render(records, base, records_path, "runs/stop76/lm")
-    if args.check:
-        same = Path(args.out).read_text(encoding="utf-8") == text and (
+    return check_or_write(render(records, base, records_path, "runs/stop76/lm"), records, records_path,
+                          Path(args.out), args.check)
+
+
+def check_or_write(text: str, records: dict, records_path: Path, out: Path, check: bool) -> int:
+    """``--check``: 0 if the committed table and records are what would be written, else 1; otherwise write both."""
+    if check:
+        same = out.read_text(encoding="utf-8") == text and (
             records_path.read_text(encoding="utf-8") == records_text(records))
         return 0 if same else 1
     write_atomically(records_path, records_text(records))
-    write_atomically(Path(args.out), text)
-    print(f"wrote {args.out} and {records_path}")
+    write_atomically(out, text)
+    print(f"wrote {out} and {records_path}")
     return 0
 
 

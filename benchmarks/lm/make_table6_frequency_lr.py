@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_table6_budget import one_sided  # noqa: E402
-from make_table6_seeds import collect, load_records, records_text, write_atomically  # noqa: E402
+from make_table6_budget import check_or_write, one_sided  # noqa: E402
+from make_table6_seeds import collect, load_records  # noqa: E402
 
 STEPS = 6_000
 SEEDS = (7, 8, 9)  # the rule's seeds
@@ -108,15 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{args.runs}: runs outside this table's rule: {wrong}")
         records.update(found)
     base = load_records(Path(args.base))
-    text = render(records, base, records_path, "runs/stop77/lm")
-    if args.check:
-        same = Path(args.out).read_text(encoding="utf-8") == text and (
-            records_path.read_text(encoding="utf-8") == records_text(records))
-        return 0 if same else 1
-    write_atomically(records_path, records_text(records))
-    write_atomically(Path(args.out), text)
-    print(f"wrote {args.out} and {records_path}")
-    return 0
+    return check_or_write(render(records, base, records_path, "runs/stop77/lm"), records, records_path,
+                          Path(args.out), args.check)
 
 
 if __name__ == "__main__":
