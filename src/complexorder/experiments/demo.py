@@ -45,9 +45,7 @@ def run_demo(config: DemoConfig = DemoConfig(), embeddings: tuple[str, ...] = tu
     rows = []
     for name in embeddings:
         torch.manual_seed(config.seed)
-        emb = build_embedding(name, config.vocab_size, config.dim, padding_idx=PAD, max_positions=config.max_len)
-        model = TransformerClassifier(emb, 2, nhead=config.nhead, dim_feedforward=config.dim_feedforward,
-                                      dropout=config.dropout)
+        model = _model(config, name)
         start = time.perf_counter()
         result = train_classifier(model, train, dev, epochs=config.epochs, batch_size=config.batch_size,
                                   lr=config.lr, seed=config.seed, progress=progress, desc=f"demo {name}")
@@ -61,6 +59,12 @@ def run_demo(config: DemoConfig = DemoConfig(), embeddings: tuple[str, ...] = tu
     return rows
 
 
+def _model(config: DemoConfig, embedding: str) -> TransformerClassifier:
+    emb = build_embedding(embedding, config.vocab_size, config.dim, padding_idx=PAD, max_positions=config.max_len)
+    return TransformerClassifier(emb, 2, nhead=config.nhead, dim_feedforward=config.dim_feedforward,
+                                 dropout=config.dropout)
+
+
 def _warm_up(config: DemoConfig) -> None:
     """One training step of a real and of a complex model before any row is timed: the first backward and optimizer
     step of a process load lazily initialised kernels, which charged the first row (none) a few seconds more than the
@@ -69,9 +73,7 @@ def _warm_up(config: DemoConfig) -> None:
     batch = torch.randint(1, config.vocab_size, (config.batch_size, config.max_len),
                           generator=torch.Generator().manual_seed(0))
     for name in ("none", "complex-order"):
-        emb = build_embedding(name, config.vocab_size, config.dim, padding_idx=PAD, max_positions=config.max_len)
-        model = TransformerClassifier(emb, 2, nhead=config.nhead, dim_feedforward=config.dim_feedforward,
-                                      dropout=config.dropout)
+        model = _model(config, name)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         model(batch).sum().backward()
         optimizer.step()

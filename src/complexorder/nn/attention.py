@@ -175,13 +175,13 @@ class ComplexMultiheadAttention(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         batched = isinstance(query, Tensor) and query.dim() == 3  # [L, E]: unbatched, as in nn.MultiheadAttention
-        form = ("[B, L, {}]" if self.batch_first else "[L, B, {}]") if batched else "[L, {}]"
+        layout = "[B, L, {}]" if self.batch_first else "[L, B, {}]"
+        form = layout if batched else "[L, {}]"
         for name, z, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
             CF._require_complex(name, z)
             if name == "query" and z.dim() not in (2, 3):
-                batched_form = f"[B, L, {width}]" if self.batch_first else f"[L, B, {width}]"
-                raise ValueError(f"query must be {batched_form} (batched) or [L, {width}] (unbatched) complex, got "
-                                 f"{tuple(z.shape)}")
+                raise ValueError(f"query must be {layout.format(width)} (batched) or [L, {width}] (unbatched) complex, "
+                                 f"got {tuple(z.shape)}")
             if z.dim() != query.dim():
                 raise ValueError(f"{name} must be {form.format(width)} complex ({'' if batched else 'un'}batched, as "
                                  f"query), got {tuple(z.shape)}")
