@@ -46,3 +46,26 @@ def test_complex_classifiers_compile_to_one_graph(arch):
     model = build_classifier(arch, co.build_embedding("complex-order", 100, 16, padding_idx=0), 2, **options).eval()
     torch.testing.assert_close(torch.compile(model, fullgraph=True, backend="aot_eager")(tokens()), model(tokens()),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_complex_lstm_trains_compiled_as_eager_and_compiles_whole_without_gradients(bidirectional):
+    """torch.lstm's traced backward fails under aot_autograd (and inductor), so with gradients on the kernel runs
+    outside the graph, as dynamo runs torch.nn.LSTM; the outputs and gradients are eager mode's. Without gradients
+    it traces, and fullgraph=True works."""
+    from complexorder.nn import ComplexLSTM
+    torch.manual_seed(0)
+    lstm = ComplexLSTM(8, 4, num_layers=2, batch_first=True, bidirectional=bidirectional)
+    x = torch.randn(3, 6, 8, dtype=torch.complex64)
+    out, (h, _) = torch.compile(lstm, backend="aot_eager")(x)
+    (out.abs().sum() + h.real.sum()).backward()
+    grads = {n: p.grad.clone() for n, p in lstm.named_parameters()}
+    lstm.zero_grad(set_to_none=True)
+    ref, (ref_h, _) = lstm(x)
+    (ref.abs().sum() + ref_h.real.sum()).backward()
+    torch.testing.assert_close(out, ref)
+    for n, p in lstm.named_parameters():
+        torch.testing.assert_close(grads[n], p.grad)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(lstm, fullgraph=True, backend="aot_eager")(x)[0], ref)

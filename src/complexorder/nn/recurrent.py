@@ -16,6 +16,21 @@ from .linear import init_complex_pair
 __all__ = ["ComplexLSTM", "complex_lstm_block_weight"]
 
 
+@torch.compiler.disable
+def _lstm_eager(*args) -> tuple[Tensor, Tensor, Tensor]:
+    return torch.lstm(*args)
+
+
+def _lstm(*args) -> tuple[Tensor, Tensor, Tensor]:
+    """``torch.lstm``, run outside ``torch.compile``'s graph when gradients are on: its traced backward fails
+    (aot_autograd: "expected all tensors_saved_with_vc_check to be Tensors"; inductor: "expected Tensor() for op
+    mkldnn_rnn_layer"), so it is a graph break there, as ``torch.nn.LSTM`` is (dynamo runs those eagerly). Without
+    gradients it traces, and ``fullgraph=True`` works."""
+    if torch.is_grad_enabled() and torch.compiler.is_compiling():
+        return _lstm_eager(*args)
+    return torch.lstm(*args)
+
+
 def complex_lstm_block_weight(weight_real: Tensor, weight_imag: Tensor | None) -> Tensor:
     """Real block form of the four complex gate matrices, in PyTorch's LSTM layout.
 
@@ -226,10 +241,10 @@ class ComplexLSTM(nn.Module):
             params = [p for suffix in self._suffixes(layer) for p in self._real_params(suffix)]
             state = tuple(t[layer * dirs:(layer + 1) * dirs] for t in real_hx)
             if packed is None:
-                x, hl, cl = torch.lstm(x, state, params, self.bias_real is not None, 1, 0.0, self.training,
+                x, hl, cl = _lstm(x, state, params, self.bias_real is not None, 1, 0.0, self.training,
                                        self.bidirectional, self.batch_first)
             else:
-                x, hl, cl = torch.lstm(x, packed.batch_sizes, state, params, self.bias_real is not None, 1, 0.0,
+                x, hl, cl = _lstm(x, packed.batch_sizes, state, params, self.bias_real is not None, 1, 0.0,
                                        self.training, self.bidirectional)
             h_n.append(hl)
             c_n.append(cl)
