@@ -653,3 +653,105 @@ def test_seq2seq_activation_is_relu_or_gelu_for_every_variant(variant):
         TransformerSeq2Seq(config, 20, 20)
     config.activation = "gelu"
     assert TransformerSeq2Seq(config, 20, 20).encode(torch.tensor([[3, 4]]))[0].shape[:2] == (1, 2)
+
+
+def test_layer_sizes_must_be_positive_integers_numpy_ones_included():
+    """Stop 78: Linear(True, 4) built one input feature, Conv1d(8, 0, 3) and dim_feedforward=0 empty layers,
+    num_heads=2.0 failed in the first forward (view()), LSTM refused np.int64, LayerNorm(np.int64) was not iterable."""
+    import numpy as np
+    c = torch.complex64
+    bad = {
+        "in_features must be a positive integer, got True": lambda: cnn.ComplexLinear(True, 4),
+        "in_features must be a positive integer, got 8.0": lambda: cnn.ComplexLinear(8.0, 4),
+        "out_features must be a positive integer, got 0": lambda: cnn.ComplexLinear(8, 0),
+        "in_channels must be a positive integer, got True": lambda: cnn.ComplexConv1d(True, 4, 3),
+        "out_channels must be a positive integer, got 0": lambda: cnn.ComplexConv1d(8, 0, 3),
+        "num_heads must be a positive integer, got 2.0": lambda: cnn.ComplexMultiheadAttention(8, 2.0),
+        "num_heads must be a positive integer, got True": lambda: cnn.ComplexMultiheadAttention(8, True),
+        "embed_dim must be a positive integer, got '8'": lambda: cnn.ComplexMultiheadAttention("8", 2),
+        "hidden_size must be a positive integer, got 4.0": lambda: cnn.ComplexLSTM(8, 4.0),
+        "normalized_shape must be a positive integer or a non-empty sequence of them, got 0":
+            lambda: cnn.ComplexLayerNorm(0),
+        "normalized_shape must be a positive integer or a non-empty sequence of them, got (4, 2.5)":
+            lambda: cnn.ComplexLayerNorm((4, 2.5)),
+        "num_features must be a positive integer, got 0": lambda: cnn.ComplexBatchNorm1d(0),
+        "dim_feedforward must be a positive integer, got 0":
+            lambda: cnn.ComplexTransformerEncoderLayer(8, 2, dim_feedforward=0),
+        "d_model (7) must be divisible by nhead (2)": lambda: cnn.ComplexTransformerEncoderLayer(7, 2),
+        "nhead must be a positive integer, got 0": lambda: cnn.ComplexTransformerDecoderLayer(8, 0),
+    }
+    for message, make in bad.items():
+        with pytest.raises(ValueError, match=exactly(message)):
+            make()
+    n = np.int64  # np.random.choice draws these in a hyper-parameter search: taken and stored as ints
+    layers = [cnn.ComplexLinear(n(8), n(4)), cnn.ComplexConv1d(n(8), n(4), 3), cnn.ComplexMultiheadAttention(n(8), n(2)),
+              cnn.ComplexLSTM(n(8), n(4), n(2)), cnn.ComplexLayerNorm(n(8)), cnn.ComplexBatchNorm1d(n(8)),
+              cnn.ComplexTransformerEncoderLayer(n(8), n(2), n(16))]
+    assert layers[0].in_features == 8 and type(layers[0].in_features) is int
+    assert type(layers[1].out_channels) is int and type(layers[2].num_heads) is int
+    assert layers[3].num_layers == 2 and type(layers[3].hidden_size) is int
+    assert layers[4].normalized_shape == (8,) and type(layers[4].normalized_shape[0]) is int
+    stack = cnn.ComplexTransformerEncoder(layers[6], n(2))
+    assert stack.num_layers == 2 and type(stack.num_layers) is int
+    z = torch.randn(2, 5, 8, dtype=c)
+    assert stack(z).shape == (2, 5, 8) and layers[2](z)[0].shape == (2, 5, 8)
+
+
+def test_options_torch_nn_lacks_are_keyword_only():
+    """Stop 78: torch's positional order built another layer silently: MultiheadAttention's fifth place is
+    add_bias_kv (here it was share_weights), the Transformer layers' ninth is bias (here share_weights)."""
+    with pytest.raises(TypeError):
+        cnn.ComplexMultiheadAttention(8, 2, 0.0, True, True)
+    for layer in (cnn.ComplexTransformerEncoderLayer, cnn.ComplexTransformerDecoderLayer):
+        with pytest.raises(TypeError):
+            layer(8, 2, 16, 0.1, "relu", 1e-5, True, False, True)
+    with pytest.raises(TypeError):
+        cnn.ComplexConv1d(8, 4, 3, 1, 0, 1, 1)  # torch's seventh: groups
+    with pytest.raises(TypeError):
+        cnn.ComplexLayerNorm(8, 1e-5, True, True)  # torch's fourth: bias
+    with pytest.raises(TypeError):
+        cnn.ComplexLSTM(8, 4, 1, True, False, 0.0, False, 0)  # torch's eighth: proj_size
+    with pytest.raises(TypeError):
+        cnn.ComplexLinear(8, 4, True, True)
+    # torch's positional prefix still works and means what it means in torch
+    attn = cnn.ComplexMultiheadAttention(8, 2, 0.1, False)
+    assert attn.dropout == 0.1 and attn.q_proj.bias_real is None and not attn.share_weights
+    enc = cnn.ComplexTransformerEncoderLayer(8, 2, 16, 0.0, "gelu", 1e-6, False, True)
+    assert not enc.self_attn.batch_first and enc.norm_first and enc.norm1.eps == 1e-6
+    conv = cnn.ComplexConv1d(8, 4, 3, 2, 1, 2)
+    assert (conv.stride, conv.padding, conv.dilation) == (2, 1, 2)
+    lstm = cnn.ComplexLSTM(8, 4, 2, False, True, 0.0, True)
+    assert lstm.num_layers == 2 and lstm.bias_real is None and lstm.batch_first and lstm.bidirectional
+
+
+def test_a_decoding_cache_that_does_not_fit_the_call_is_refused():
+    """Stop 78: a cached batch of one broadcast to a batch of three, and static cross-attention keys of one memory
+    were used with a memory of another length; cache=[] into a decoder layer was an AttributeError."""
+    c = torch.complex64
+    torch.manual_seed(0)
+    attn = cnn.ComplexMultiheadAttention(8, 2).eval()
+    cache = {}
+    attn(torch.randn(1, 1, 8, dtype=c), torch.randn(1, 4, 8, dtype=c), torch.randn(1, 4, 8, dtype=c), cache=cache,
+         static_kv=True)
+    with pytest.raises(ValueError, match=exactly("the cache holds keys for a batch of 1 but the query's batch is 3: "
+                                                 "start a new {} cache for a new batch (after selecting beams, reorder "
+                                                 "the cache alike)")):
+        attn(torch.randn(3, 1, 8, dtype=c), torch.randn(3, 4, 8, dtype=c), torch.randn(3, 4, 8, dtype=c), cache=cache,
+             static_kv=True)
+    with pytest.raises(ValueError, match=exactly("the cache holds static keys of length 4 but key has length 6: "
+                                                 "static_kv keys are computed at the first call; start a new {} cache "
+                                                 "for a new memory")):
+        attn(torch.randn(1, 1, 8, dtype=c), torch.randn(1, 6, 8, dtype=c), torch.randn(1, 6, 8, dtype=c), cache=cache,
+             static_kv=True)
+    self_cache = {}
+    attn(torch.randn(1, 2, 8, dtype=c), cache=self_cache)
+    attn(torch.randn(1, 1, 8, dtype=c), cache=self_cache)  # self-attention keys grow: any key length
+    assert self_cache["k"].shape[2] == 3
+    dec = cnn.ComplexTransformerDecoderLayer(8, 2, 16, 0.0).eval()
+    memory = torch.randn(2, 4, 8, dtype=c)
+    with pytest.raises(TypeError, match=exactly("cache must be a dict (empty at the first step), got list")):
+        dec(torch.randn(2, 1, 8, dtype=c), memory, cache=[])
+    cache = {}
+    dec(torch.randn(2, 1, 8, dtype=c), memory, tgt_is_causal=True, cache=cache)
+    with pytest.raises(ValueError, match=r"^the cache holds static keys of length 4 but memory has length 5"):
+        dec(torch.randn(2, 1, 8, dtype=c), torch.randn(2, 5, 8, dtype=c), tgt_is_causal=True, cache=cache)

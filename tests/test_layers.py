@@ -701,7 +701,7 @@ def test_transformer_layers_name_their_own_arguments_in_mask_and_shape_errors():
             lambda: dec(x, memory, tgt_key_padding_mask=torch.zeros(2, 5, dtype=torch.bool)),
         "^memory_mask must be \\[3, 5\\], got \\(3, 3\\)$":
             lambda: dec(x, memory, memory_mask=torch.zeros(3, 3, dtype=torch.bool)),
-        "^tgt and memory must hold the same batch, got \\(2, 3, 16\\), \\(1, 5, 16\\) and \\(1, 5, 16\\) "
+        "^tgt and memory must hold the same batch, got tgt \\(2, 3, 16\\) and memory \\(1, 5, 16\\) "
         "\\(batch_first=True\\)$": lambda: dec(x, memory[:1]),
         "^memory must be \\[B, L, 16\\] complex, got \\(2, 5, 8\\)$": lambda: dec(x, torch.randn(2, 5, 8, dtype=c)),
         "^memory must be a complex tensor \\(torch.complex64\\), got torch.float32$": lambda: dec(x, memory.real),

@@ -131,6 +131,12 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
             bad = positions.to(out.device)[~finite].flatten()[0].item()
             raise ValueError(f"positions must be finite real numbers, got {bad}"
                              + (f" (not finite in {dtype})" if math.isfinite(bad) else ""))
+    if used and out.dtype == torch.float32 and positions.is_floating_point() and out.numel():
+        farthest = float(positions.abs().max())  # float32's spacing is 2 beyond 2**24: 2**24 + 1 became 2**24 unseen
+        if farthest > 2 ** 24:
+            raise ValueError(f"positions: float32 resolves positions only up to 2**24 = 16,777,216 (beyond, "
+                             f"neighbouring integers round to one value), got {farthest:.10g}; use a float64 embedding "
+                             "(.double()), or count positions from a nearer origin")
     return out
 
 
@@ -875,7 +881,8 @@ def build_embedding(name: str, num_embeddings: int, embedding_dim: int, *, paddi
         name: one of ``"none"``, ``"pe"``, ``"tpe"``, ``"complex-vanilla"``, ``"complex-order"``.
         num_embeddings, embedding_dim, padding_idx: as the classes.
         pretrained: optional ``[V, D]`` word vectors: the word table of the real embeddings,
-            the amplitudes of the complex ones.
+            the amplitudes of the complex ones, cast to the embedding's dtype (the default dtype, or
+            ``dtype=`` among the options; ``ComplexOrderEmbedding.from_pretrained`` keeps the matrix's).
         max_positions: position-table size of ``"pe"`` (ignored by the others).
         **options: further keyword arguments for ``"complex-order"`` (sharing schemes,
             ``initial_phase``, ``frequency_init``, ``first_position``, ...), ``phase_dropout`` for both

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -123,17 +125,23 @@ class ComplexMultiheadAttention(nn.Module):
         (torch.Size([5, 16]), torch.Size([5, 7]))
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True, *,
                  share_weights: bool = False, batch_first: bool = True, score: str = "modulus",
                  kdim: int | None = None, vdim: int | None = None, device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights, batch_first=batch_first)
-        if embed_dim <= 0 or num_heads <= 0:
+        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if CF.as_integer(value) is None:  # 2.0 built, then failed in view(); True built one head
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        embed_dim, num_heads = cast(int, CF.as_integer(embed_dim)), cast(int, CF.as_integer(num_heads))
+        if embed_dim <= 0 or num_heads <= 0:  # nn.MultiheadAttention's message
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads}")
-        if any(d is not None and (isinstance(d, bool) or not isinstance(d, int) or d <= 0) for d in (kdim, vdim)):
+        dims = [None if d is None else CF.as_integer(d) for d in (kdim, vdim)]
+        if any(d is not None and (n is None or n <= 0) for d, n in zip((kdim, vdim), dims)):
             raise ValueError(f"kdim and vdim must be positive integers (or None: embed_dim), got kdim={kdim!r} and "
                              f"vdim={vdim!r}")
+        kdim, vdim = dims
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
         CF.check_dropout(dropout)
@@ -143,9 +151,9 @@ class ComplexMultiheadAttention(nn.Module):
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
         self.dropout, self.batch_first, self.share_weights = dropout, batch_first, share_weights
-        self.q_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights, **factory)
-        self.k_proj = ComplexLinear(self.kdim, embed_dim, bias, share_weights, **factory)
-        self.v_proj = ComplexLinear(self.vdim, embed_dim, bias, share_weights, **factory)
+        self.q_proj = ComplexLinear(embed_dim, embed_dim, bias, share_weights=share_weights, **factory)
+        self.k_proj = ComplexLinear(self.kdim, embed_dim, bias, share_weights=share_weights, **factory)
+        self.v_proj = ComplexLinear(self.vdim, embed_dim, bias, share_weights=share_weights, **factory)
         self.out_proj = ComplexLinear(embed_dim, embed_dim, bias, **factory)
 
     def reset_parameters(self) -> None:
@@ -165,8 +173,10 @@ class ComplexMultiheadAttention(nn.Module):
         ``cache`` (a dict, filled in place) enables step-wise decoding: the projected, head-split
         keys and values are stored under ``"k"``/``"v"`` and new ones appended at each call, so
         each step projects only its new tokens. With ``static_kv=True`` (cross-attention) the
-        cached keys/values are computed once and reused. Masks must then cover the full cached
-        key length. Unbatched calls keep a cache of a batch of one.
+        cached keys/values are computed once and reused: a cache whose batch or static key length does
+        not fit the call is refused, but a new memory of the same shape is not detected (start a new
+        cache for it). Masks must cover the full cached key length. Unbatched calls keep a cache of a
+        batch of one.
         """
         if (key is None and self.kdim != self.embed_dim) or \
                 (value is None and self.vdim != (self.embed_dim if key is None else self.kdim)):
@@ -201,6 +211,8 @@ class ComplexMultiheadAttention(nn.Module):
                              f"{self.batch_first})")
         if batched and key_padding_mask is not None and key_padding_mask.shape[:1] != query.shape[:1]:
             raise ValueError(f"key_padding_mask must be [B = {query.shape[0]}, Lk], got {tuple(key_padding_mask.shape)}")
+        if cache is not None:
+            self._check_cache(cache, query.shape[0], key.shape[1], static_kv)
         q = self._heads(self.q_proj(query))
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
@@ -227,6 +239,22 @@ class ComplexMultiheadAttention(nn.Module):
             return out, None
         weights = weights.mean(1) if average_attn_weights else weights
         return out, weights if batched else weights.squeeze(0)
+
+    @staticmethod
+    def _check_cache(cache: object, batch: int, key_len: int, static_kv: bool) -> None:
+        """A one-line error when a decoding cache cannot belong to this call (it would be used silently: a cached
+        batch of one broadcasts to any batch; cached cross-attention keys ignore the new ``key``)."""
+        if not isinstance(cache, dict):
+            raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+        if "k" not in cache:
+            return
+        cached = cache["k"]
+        if cached.shape[0] != batch:
+            raise ValueError(f"the cache holds keys for a batch of {cached.shape[0]} but the query's batch is {batch}: "
+                             "start a new {} cache for a new batch (after selecting beams, reorder the cache alike)")
+        if static_kv and cached.shape[2] != key_len:
+            raise ValueError(f"the cache holds static keys of length {cached.shape[2]} but key has length {key_len}: "
+                             "static_kv keys are computed at the first call; start a new {} cache for a new memory")
 
     def _unbatched_masks(self, query_len: int, key_len: int, key_padding_mask: Tensor | None,
                          attn_mask: Tensor | None) -> Tensor | None:

@@ -47,11 +47,13 @@ class ComplexConv1d(nn.Module):
     bias_imag: Tensor | None
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int], stride: int | tuple[int] = 1,
-                 padding: int | tuple[int] | str = 0, dilation: int | tuple[int] = 1, bias: bool = True,
+                 padding: int | tuple[int] | str = 0, dilation: int | tuple[int] = 1, *, bias: bool = True,
                  share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
+        in_channels = CF.positive_int(in_channels, "in_channels")
+        out_channels = CF.positive_int(out_channels, "out_channels")
         kernel_size, stride, dilation = (_single(v, name) for v, name in ((kernel_size, "kernel_size"),
                                                                           (stride, "stride"), (dilation, "dilation")))
         if isinstance(padding, str):

@@ -274,6 +274,16 @@ def as_integer(value: object) -> int | None:
         return None
 
 
+def positive_int(value: object, name: str) -> int:
+    """``value`` as a Python int if it is a positive integer (an ``int``, a NumPy integer, a 0-d integer tensor; not
+    a bool); else a one-line ``ValueError`` naming the argument (``Linear(True, 4)`` would build one input feature,
+    ``8.0`` fail deep in ``torch.empty``, ``0`` build an empty layer)."""
+    number = as_integer(value)
+    if number is None or number < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return number
+
+
 def check_flags(**flags: object) -> None:
     """A one-line error unless every switch is a bool: ``share_weights="no"`` is truthy, and would otherwise
     silently build the shared-weight layer (half the parameters); the embeddings check theirs alike."""

@@ -51,13 +51,13 @@ class ComplexLinear(nn.Module):
         torch.Size([2, 4])
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, share_weights: bool = False,
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, share_weights: bool = False,
                  device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights)
         factory = {"device": device, "dtype": dtype}
-        self.in_features = in_features
-        self.out_features = out_features
+        self.in_features = in_features = CF.positive_int(in_features, "in_features")
+        self.out_features = out_features = CF.positive_int(out_features, "out_features")
         self.share_weights = share_weights
         self.weight_real = nn.Parameter(torch.empty(out_features, in_features, **factory))
         if share_weights:

@@ -7,6 +7,8 @@ norm (see :class:`complexorder.nn.ComplexTransformerEncoderLayer`).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
@@ -34,13 +36,16 @@ class ComplexLayerNorm(nn.Module):
         (True, True)
     """
 
-    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True,
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True, *,
                  device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(elementwise_affine=elementwise_affine)
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        shape = normalized_shape if isinstance(normalized_shape, (tuple, list, torch.Size)) else (normalized_shape,)
+        sizes = [CF.as_integer(n) for n in shape]
+        if not sizes or any(n is None or n < 1 for n in sizes):
+            raise ValueError(f"normalized_shape must be a positive integer or a non-empty sequence of them, got "
+                             f"{normalized_shape!r}")
+        self.normalized_shape = tuple(cast(list[int], sizes))
         CF.check_modulus_eps(eps)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
@@ -88,6 +93,7 @@ class ComplexBatchNorm1d(nn.Module):
         super().__init__()
         CF.check_flags(affine=affine, track_running_stats=track_running_stats)
         CF.check_modulus_eps(eps)
+        num_features = CF.positive_int(num_features, "num_features")
         kwargs = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
                       device=device, dtype=dtype)
         self.real = nn.BatchNorm1d(num_features, **kwargs)

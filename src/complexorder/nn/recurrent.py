@@ -109,7 +109,7 @@ class ComplexLSTM(nn.Module):
     bias_real: Tensor | None
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, *,
                  share_weights: bool = False, device=None, dtype=None) -> None:
         super().__init__()
         if isinstance(num_layers, bool):
@@ -117,9 +117,8 @@ class ComplexLSTM(nn.Module):
             raise TypeError(f"num_layers must be a positive integer, got {num_layers!r} (bias is a keyword: "
                             "ComplexLSTM(input_size, hidden_size, bias=...))")
         CF.check_flags(bias=bias, batch_first=batch_first, bidirectional=bidirectional, share_weights=share_weights)
-        for name, value in (("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        input_size, hidden_size, num_layers = (CF.positive_int(value, name) for name, value in (
+            ("input_size", input_size), ("hidden_size", hidden_size), ("num_layers", num_layers)))
         CF.check_dropout(dropout)
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"ComplexLSTM: dropout={dropout} acts between layers, so with num_layers=1 it has no "

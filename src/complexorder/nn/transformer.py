@@ -19,6 +19,16 @@ __all__ = ["ComplexTransformerEncoderLayer", "ComplexTransformerDecoderLayer", "
            "ComplexTransformerDecoder"]
 
 
+def _layer_sizes(d_model: object, nhead: object, dim_feedforward: object) -> tuple[int, int, int]:
+    """The Transformer layers' sizes as ints, with their errors in the layers' own names (``d_model``, ``nhead``;
+    the attention would say ``embed_dim``, ``num_heads``)."""
+    sizes = (CF.positive_int(d_model, "d_model"), CF.positive_int(nhead, "nhead"),
+             CF.positive_int(dim_feedforward, "dim_feedforward"))
+    if sizes[0] % sizes[1]:
+        raise ValueError(f"d_model ({sizes[0]}) must be divisible by nhead ({sizes[1]})")
+    return sizes
+
+
 def _attend(attention: ComplexMultiheadAttention, names: dict[str, str], *args, **kwargs) -> Tensor:
     """``attention(*args, **kwargs)``'s output, with its argument errors told in the layer's own argument names
     (``src_key_padding_mask``, not ``key_padding_mask``; ``memory``, not ``key``): the attention's checks know only
@@ -41,8 +51,7 @@ _ENCODER_SELF = {"attn_mask": "src_mask", "key_padding_mask": "src_key_padding_m
                  "num_heads": "nhead"}
 _DECODER_SELF = {"attn_mask": "tgt_mask", "key_padding_mask": "tgt_key_padding_mask", "query": "tgt",
                  "num_heads": "nhead"}
-_DECODER_CROSS = {"query, key and value must hold the same batch (and key and value the same length)":
-                  "tgt and memory must hold the same batch", "attn_mask": "memory_mask",
+_DECODER_CROSS = {"attn_mask": "memory_mask",
                   "key_padding_mask": "memory_key_padding_mask", "query": "tgt", "key": "memory", "num_heads": "nhead"}
 
 
@@ -109,11 +118,12 @@ class ComplexTransformerEncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
-                 norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
+                 norm_first: bool = False, *, share_weights: bool = False, share_ffn_weights: bool = False,
                  attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(batch_first=batch_first, norm_first=norm_first, share_weights=share_weights,
                        share_ffn_weights=share_ffn_weights)
+        d_model, nhead, dim_feedforward = _layer_sizes(d_model, nhead, dim_feedforward)
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
                                                    score=attention_score,
@@ -196,11 +206,12 @@ class ComplexTransformerDecoderLayer(nn.Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = True,
-                 norm_first: bool = False, share_weights: bool = False, share_ffn_weights: bool = False,
+                 norm_first: bool = False, *, share_weights: bool = False, share_ffn_weights: bool = False,
                  attention_score: str = "modulus", device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(batch_first=batch_first, norm_first=norm_first, share_weights=share_weights,
                        share_ffn_weights=share_ffn_weights)
+        d_model, nhead, dim_feedforward = _layer_sizes(d_model, nhead, dim_feedforward)
         factory = {"device": device, "dtype": dtype}
         self.self_attn = ComplexMultiheadAttention(d_model, nhead, dropout, share_weights=share_weights,
                                                    score=attention_score,
@@ -234,6 +245,12 @@ class ComplexTransformerDecoderLayer(nn.Module):
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
+        _check_cache(cache)
+        if isinstance(tgt, Tensor) and isinstance(memory, Tensor) and tgt.dim() == memory.dim() == 3:
+            b = 0 if self.self_attn.batch_first else 1
+            if tgt.shape[b] != memory.shape[b]:
+                raise ValueError(f"tgt and memory must hold the same batch, got tgt {tuple(tgt.shape)} and memory "
+                                 f"{tuple(memory.shape)} (batch_first={self.self_attn.batch_first})")
         x = tgt
         if self.norm_first:
             x = x + self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal, cache)
@@ -244,10 +261,15 @@ class ComplexTransformerDecoderLayer(nn.Module):
         return self.norm3(x + self.dropout3(self.ffn(x)))
 
 
+def _check_cache(cache: object) -> None:
+    if cache is not None and not isinstance(cache, dict):
+        raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+
+
 def _clones(layer: nn.Module, num_layers: int, owner: str, expected: type) -> nn.ModuleList:
     if not isinstance(layer, expected):
         raise TypeError(f"{owner}: the layer must be a {expected.__name__}, got {type(layer).__name__}")
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+    if CF.as_integer(num_layers) is None or cast(int, CF.as_integer(num_layers)) < 1:
         raise ValueError(f"{owner}: num_layers must be a positive integer, got {num_layers!r}")
     return nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
 
@@ -285,7 +307,7 @@ class ComplexTransformerEncoder(nn.Module):
                  norm: nn.Module | None = None) -> None:
         super().__init__()
         self.layers = _clones(encoder_layer, num_layers, "ComplexTransformerEncoder", ComplexTransformerEncoderLayer)
-        self.num_layers, self.norm = num_layers, norm
+        self.num_layers, self.norm = len(self.layers), norm
 
     def reset_parameters(self) -> None:
         _reset_all(self)
@@ -333,7 +355,7 @@ class ComplexTransformerDecoder(nn.Module):
                  norm: nn.Module | None = None) -> None:
         super().__init__()
         self.layers = _clones(decoder_layer, num_layers, "ComplexTransformerDecoder", ComplexTransformerDecoderLayer)
-        self.num_layers, self.norm = num_layers, norm
+        self.num_layers, self.norm = len(self.layers), norm
 
     def reset_parameters(self) -> None:
         _reset_all(self)
@@ -341,8 +363,7 @@ class ComplexTransformerDecoder(nn.Module):
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
-        if cache is not None and not isinstance(cache, dict):
-            raise TypeError(f"cache must be a dict (empty at the first step), got {type(cache).__name__}")
+        _check_cache(cache)
         x = tgt
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask, tgt_key_padding_mask=tgt_key_padding_mask,
