@@ -1,6 +1,7 @@
 """Configs, checkpoints, result logs and downloads: bad input is a clear one-line error, nothing is lost."""
 
 import os
+import re
 import shutil
 import stat
 import threading
@@ -682,6 +683,15 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
     assert not (tmp_path / "classification" / "MR" / "rt-polarity.neg").exists()
     kept = download_dataset("MR", tmp_path, verify=False, log=lambda *_: None)
     assert [p.name for p in kept] == ["rt-polarity.neg"] and b"teh " in kept[0].read_bytes()
+    # stop 78: a file present whose digest differs (the user's edit) was replaced by the download without a word
+    edited = tmp_path / "classification" / "CR" / "custrev.pos"
+    edited.write_bytes(edited.read_bytes() + b"my own line\n")
+    mine = edited.read_bytes()
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(edited))} exists but differs from the reference \(sha256 "
+                                         r"\w{12}…, expected \w{12}…\); move it away to download it again, or pass "
+                                         r"--skip-checksum to keep it as it is$"):
+        download_dataset("CR", tmp_path, log=lambda *_: None)
+    assert download_dataset("CR", tmp_path, verify=False, log=lambda *_: None) == [] and edited.read_bytes() == mine
 
 
 def test_device_names_torch_knows_but_we_do_not_run_on_and_absent_gpus_are_named(monkeypatch):

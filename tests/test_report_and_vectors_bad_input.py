@@ -4,6 +4,7 @@ message naming nothing, or a record dropped silently."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -284,3 +285,28 @@ def test_a_glove_word_holding_a_no_break_space_is_one_word_as_gensim_reads_it(tm
     glove.write_text("the 0.1 0.2 0.3\nat\u00a0name 0.4 0.5 0.6\nof 0.7 0.8 0.9\n", encoding="utf-8")
     kv = load_word_vectors(glove, "glove")
     assert "at\u00a0name" in kv.key_to_index and kv.load_notes == []
+
+
+def test_vectors_train_never_replaces_a_device_a_pipe_or_a_file_that_is_not_word_vectors(tmp_path, capsys,
+                                                                                         corpus_reads):
+    """Stop 78 (an audit): `--out /dev/full --force` wrote the vectors beside it and renamed them over the device
+    (as root, `--out /dev/null` would have removed /dev/null), and `--force` replaced a results file."""
+    from complexorder.data.vectors import train_word2vec
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    results = tmp_path / "results.jsonl"
+    results.write_text('{"dataset": "CR", "accuracy": 0.8}\n')
+    base = ["vectors", "train", "--data-dir", str(tmp_path), "--dim", "4", "--epochs", "1"]
+    for force in ([], ["--force"]):
+        assert main(base + ["--out", str(pipe)] + force) == 2
+        assert capsys.readouterr().err.strip() == (f"complexorder: error: --out {pipe} is not a regular file; word "
+                                                   "vectors (and a .json provenance record beside them) go to a file")
+    assert main(base + ["--out", str(results), "--force"]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out {results} exists and is not a word-vectors "
+                                               "file (its first line is not a '<count> <dim>' header); only word "
+                                               "vectors are replaced: give another path")
+    assert corpus_reads == [] and pipe.is_fifo() and results.read_text() == '{"dataset": "CR", "accuracy": 0.8}\n'
+    with pytest.raises(ValueError, match=f"^out {re.escape(str(pipe))} is not a regular file"):
+        train_word2vec([["a", "b"]], pipe, dim=4, epochs=1)
+    assert pipe.is_fifo()

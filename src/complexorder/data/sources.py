@@ -1,7 +1,9 @@
 """Where the classification data sets come from, for ``complexorder download`` (network needed).
 
 Every file is checked against the SHA-256 of the reference copy (``DATASETS[...].sha256``); a
-mismatch is an error and nothing is written (``--skip-checksum`` keeps the file anyway).
+mismatch is an error and nothing is written (``--skip-checksum`` keeps the file anyway). A file already present
+whose digest differs (edited by hand, another release) is never replaced: it is an error naming it, or with
+``--skip-checksum`` kept as it is.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def _extract(blob: bytes, source: Source, member: str) -> bytes:
 
 
 def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=print) -> list[Path]:
-    """Fetch data set ``name`` into ``<data_dir>/classification/<name>/`` (files already present and valid are kept)."""
+    """Fetch data set ``name`` into ``<data_dir>/classification/<name>/``. Files already present and valid are kept;
+    present ones whose SHA-256 differs from the reference are an error naming them (``verify=False``: kept as they
+    are), never replaced: the difference may be the user's own edit."""
     if name not in SOURCES:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(SOURCES)}")
     spec = DATASETS[name]
@@ -78,8 +82,16 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
     cache = Path(data_dir) / "downloads"
     written = []
     for source in SOURCES[name]:
-        targets = {t: m for t, m in source.members.items()
-                   if not ((folder / t).is_file() and sha256_of(folder / t) == spec.sha256.get(t))}
+        targets = {}
+        for t, m in source.members.items():
+            if not (folder / t).is_file():
+                targets[t] = m
+                continue
+            got, expected = sha256_of(folder / t), spec.sha256.get(t)
+            if verify and got != expected:  # was replaced by the download without a word, the user's edit lost
+                raise ValueError(f"{folder / t} exists but differs from the reference (sha256 {got[:12]}…, expected "
+                                 f"{str(expected)[:12]}…); move it away to download it again, or pass "
+                                 "--skip-checksum to keep it as it is")
         if not targets:
             continue
         check_writable(folder, "--data-dir", directory=True)  # before the network; only when a file is missing

@@ -109,6 +109,26 @@ def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda
                          f"seed range), got {seed!r}")
 
 
+def check_vectors_out(out: str | Path, name: str = "out", force: bool = True) -> None:
+    """A one-line error unless ``out`` may take new word vectors: missing, or (with ``force``) a regular file that
+    holds word vectors in word2vec text or binary form (a ``<count> <dim>`` first line). A device or pipe would be
+    replaced by a regular file (the vectors are written beside it and renamed over it: ``--out /dev/null`` as root
+    removed the device), and a results file or a config would be lost."""
+    out = Path(out)
+    if not out.exists():
+        return
+    if not out.is_file():
+        raise ValueError(f"{name} {out} is not a regular file; word vectors (and a .json provenance record beside "
+                         "them) go to a file")
+    if not force:
+        return
+    with out.open("rb") as fh:
+        first = fh.readline(256).split()
+    if not (len(first) == 2 and all(part.isdigit() for part in first)):
+        raise ValueError(f"{name} {out} exists and is not a word-vectors file (its first line is not a '<count> <dim>' "
+                         "header); only word vectors are replaced: give another path")
+
+
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
                    min_count: int = 1, negative: int = 5, seed: int = 1, workers: int = 1, option=lambda name: name):
     """Train skip-gram word2vec (gensim) and save it atomically in word2vec text format; returns the KeyedVectors.
@@ -136,6 +156,7 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
         model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count,  # was NumPy's
                          sg=1, negative=negative, epochs=epochs, seed=seed, workers=workers)  # "Unable to allocate"
     out = Path(out)
+    check_vectors_out(out, option("out"))
     check_writable(out, "vectors file")
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")

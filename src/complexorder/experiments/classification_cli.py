@@ -204,7 +204,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated data sets to fetch (default: all, %(default)s)")
     d.add_argument("--data-dir", help="where classification/NAME/ folders are written (default: $COMPLEXORDER_DATA or "
                                       "~/.cache/complexorder/data)")
-    d.add_argument("--skip-checksum", action="store_true", help="keep files whose SHA-256 differs from the reference")
+    d.add_argument("--skip-checksum", action="store_true",
+                   help="keep files whose SHA-256 differs from the reference: files already in --data-dir (never "
+                        "replaced; without this option they are an error) and files downloaded now")
     d.set_defaults(func=run_download)
 
 
@@ -275,8 +277,8 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
 
 def run_vectors_train(args: argparse.Namespace) -> int:
     from ..data.download import sha256_of
-    from ..data.vectors import (check_word2vec_settings, provenance_path, train_word2vec, unlabeled_sentences,
-                                vectors_provenance)
+    from ..data.vectors import (check_vectors_out, check_word2vec_settings, provenance_path, train_word2vec,
+                                unlabeled_sentences, vectors_provenance)
 
     option = lambda name: "--" + name.replace("_", "-")  # noqa: E731
     check_word2vec_settings(args.dim, args.epochs, args.min_count, option,  # before the corpus is read
@@ -285,6 +287,7 @@ def run_vectors_train(args: argparse.Namespace) -> int:
     # before the corpus is read and the vectors trained: the vectors and their provenance record can be written,
     # and not over the data sets they are trained on
     corpus = {f"the data folder it reads ({data_dir / part})": data_dir / part for part in ("classification", "translation")}
+    check_vectors_out(args.out, "--out", force=args.force)
     check_writable(args.out, "--out")
     check_writable(provenance_path(args.out), "--out (its provenance record)")
     inside = [what for what, folder in corpus.items() if Path(args.out).resolve().is_relative_to(folder.resolve())]
