@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -1203,3 +1204,39 @@ def test_lstm_layers_and_directions_reach_the_model_keep_old_hashes_and_are_chec
     with pytest.raises(ValueError, match=r"^\[fasttext\] num_layers must be 1 \(only the lstm and the transformer "
                                          r"stack layers\), got 2$"):
         plan_units(flat)
+
+
+def test_finished_units_of_other_data_are_never_taken_for_this_datas(tmp_path):
+    """Stop 78 (an audit): a grid run on a cut of the data for a trial, then pointed at the real data with the same
+    results file, reported the trial's units as the real data's ('1 already in ..., 0 to run'): a unit's identity
+    holds no data. Records now carry the data files' digest, and a mismatch is an error before anything trains."""
+    import hashlib
+
+    from complexorder.data.classification import dataset_digest
+
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["none"], folds=[0])
+    first = run_grid(grid, progress=False, log=lambda *_: None)
+    folder = tmp_path / "classification" / "MR"
+    expected = hashlib.sha256("".join(f"{f}:{sha256_of(folder / f)}\n"
+                                      for f in ("rt-polarity.neg", "rt-polarity.pos")).encode()).hexdigest()
+    assert first[0]["data_sha256"] == expected == dataset_digest("MR", tmp_path)
+    other = tmp_path / "other"
+    (other / "classification").mkdir(parents=True)
+    shutil.copytree(folder, other / "classification" / "MR")
+    assert run_grid(dataclasses.replace(grid, data_dir=str(other)), progress=False, log=lambda *_: None) == []
+    with open(other / "classification" / "MR" / "rt-polarity.pos", "a") as fh:
+        fh.write("good fun film good\n")
+    now = dataset_digest("MR", other)
+    with pytest.raises(ValueError, match=rf"^{re.escape(grid.results)} holds 1 finished unit\(s\) of MR trained on "
+                                         rf"other data \(sha256 {expected[:12]}…; the files in "
+                                         rf"{re.escape(str(other / 'classification' / 'MR'))} give {now[:12]}…\): they "
+                                         r"would be taken as this data's; give another results file \(--results\), "
+                                         r"or remove their lines to re-run them$"):
+        run_grid(dataclasses.replace(grid, data_dir=str(other)), progress=False, log=lambda *_: None)
+    # records written before stop 78 carry no digest: taken as they are
+    lines = [json.loads(line) for line in open(grid.results)]
+    for r in lines:
+        del r["data_sha256"]
+    with open(grid.results, "w") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in lines))
+    assert run_grid(dataclasses.replace(grid, data_dir=str(other)), progress=False, log=lambda *_: None) == []

@@ -22,6 +22,7 @@ naming the file, the line and the expected form. Nothing is truncated.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,10 +191,28 @@ def _parse_trec(classes: tuple[str, ...]):
     return parse
 
 
+def dataset_folder(name: str, data_dir: str | Path) -> Path:
+    """Where data set ``name``'s files are: ``<data_dir>/classification/<name>/`` (SST2-sent reads SST2's)."""
+    return Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
+
+
+def dataset_digest(name: str, data_dir: str | Path) -> str | None:
+    """A SHA-256 over the files data set ``name`` is read from (their names and digests), or None when one is
+    missing. Every classification result records it, so that a results file's finished units are never taken for
+    units of other data (a cut for a trial run, another release of the files)."""
+    from .download import sha256_of
+
+    folder = dataset_folder(name, data_dir)
+    files = _check_name(name).files
+    if not all((folder / f).is_file() for f in files):
+        return None
+    return hashlib.sha256("".join(f"{f}:{sha256_of(folder / f)}\n" for f in files).encode()).hexdigest()
+
+
 def load_dataset(name: str, data_dir: str | Path) -> TextClassificationData:
     """Read and tokenise data set ``name`` from ``<data_dir>/classification/<name>/``."""
     spec = _check_name(name)
-    folder = Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
+    folder = dataset_folder(name, data_dir)
     notes: list[str] = []
     get = GET_IT.format(name=name)
     if spec.protocol == "cv":

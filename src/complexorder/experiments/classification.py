@@ -26,7 +26,7 @@ from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_c
                           save_checkpoint, scan_jsonl)
 from ..config import FLOAT32_MAX, check_number, config_to_dict
 from ..data.batching import EncodedDataset
-from ..data.classification import DATASETS, load_dataset, make_split, split_ids
+from ..data.classification import DATASETS, dataset_digest, dataset_folder, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
 from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension, vectors_for_vocabulary,
@@ -424,6 +424,7 @@ class _Cache:
         self.datasets: dict[str, Any] = {}
         self.vectors: dict[tuple[str, int], Any] = {}
         self.digests: dict[str, str] = {}
+        self.data_digests: dict[str, str] = {}
 
     def dataset(self, name: str):
         if name not in self.datasets:
@@ -438,6 +439,15 @@ class _Cache:
             for note in getattr(self.vectors[(path, dim)], "load_notes", []) if self.log else ():
                 self.log(f"vectors file {path}: {note}")  # also kept in every result's vectors record
         return self.vectors[(path, dim)]
+
+    def data_digest(self, name: str) -> str | None:
+        """:func:`dataset_digest` of data set ``name`` (None while a file is missing: not cached then)."""
+        if name not in self.data_digests:
+            digest = dataset_digest(name, self.data_dir)
+            if digest is None:
+                return None
+            self.data_digests[name] = digest
+        return self.data_digests[name]
 
     def digest(self, path: str) -> str:
         """sha256 of a vectors file: recorded with every result, so a re-trained file is told apart."""
@@ -539,7 +549,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         "test_accuracy": test_acc, "dev_accuracy": result.best_dev_accuracy, "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run, "seconds_per_epoch": round(result.seconds_per_epoch, 3),
         "parameters": count_parameters(model), "vocab_size": len(vocab), "train_size": len(train),
-        "dev_majority_rate": dev_majority,
+        "dev_majority_rate": dev_majority, "data_sha256": cache.data_digest(unit.dataset),
         "vectors": vectors_info if settings.pretrained else "none (random init)",
         "history": result.history, "data_notes": data.notes, "config": config, "config_hash": _hash(config),
         "complexorder_version": __version__, "torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
@@ -625,6 +635,25 @@ def dry_run_summary(grid: GridConfig, units: list) -> str:
     return _plan_line(grid, units, units_to_run(grid, units, finished)[0])
 
 
+def _check_finished_data(finished: list[dict], keys: set, cache: _Cache, results_path: Path) -> None:
+    """A one-line error when finished units of this grid were trained on other data than ``cache``'s data directory
+    holds now: they would be reported as this data's (a unit's identity holds no data; records since stop 78 carry
+    the data's digest, older ones are taken as they are)."""
+    for record in finished:
+        old = record.get("data_sha256")
+        if not old or unit_key(record) not in keys:
+            continue
+        now = cache.data_digest(record["dataset"])
+        if now is not None and now != old:
+            same = sum(1 for r in finished if r.get("data_sha256") == old and r["dataset"] == record["dataset"]
+                       and unit_key(r) in keys)
+            folder = dataset_folder(record["dataset"], cache.data_dir)
+            raise ValueError(f"{results_path} holds {same} finished unit(s) of {record['dataset']} trained on other "
+                             f"data (sha256 {old[:12]}…; the files in {folder} give {now[:12]}…): they would be "
+                             f"taken as this data's; give another results file (--results), or remove their lines to "
+                             f"re-run them")
+
+
 def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
     """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
 
@@ -647,6 +676,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | 
             log(f"note: {len(missing)} finished unit(s) have no checkpoint in {grid.checkpoint_dir} (e.g. "
                 f"{checkpoint_path(grid, missing[0]).name}: they ran without a checkpoint directory); remove their "
                 f"lines from {results_path} to re-run them with checkpoints")
+    _check_finished_data(finished, keys, cache, results_path)
     recorded = [r for r in finished if unit_key(r) in keys and isinstance(r.get("vectors"), dict)
                 and r["vectors"].get("sha256")]
     if recorded and grid.vectors and Path(grid.vectors).is_file():  # a unit's identity holds the path, not the digest
