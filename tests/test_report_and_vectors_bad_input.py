@@ -310,3 +310,33 @@ def test_vectors_train_never_replaces_a_device_a_pipe_or_a_file_that_is_not_word
     with pytest.raises(ValueError, match=f"^out {re.escape(str(pipe))} is not a regular file"):
         train_word2vec([["a", "b"]], pipe, dim=4, epochs=1)
     assert pipe.is_fifo()
+
+
+def test_compressed_vectors_are_read_as_gensim_reads_them(tmp_path):
+    """Stop 78 (an audit): a .txt.gz / .bin.gz file (GoogleNews word2vec ships as .bin.gz), which gensim reads, was
+    refused by the format sniffing and the dimension pre-check ("cannot tell its format from the first line")."""
+    import bz2
+    import gzip
+
+    from complexorder.data.vectors import _sniff_format, load_word_vectors, vectors_dimension
+
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(vector_size=6)
+    kv.add_vectors([f"w{i}" for i in range(5)], [[i + 0.5 * j for j in range(6)] for i in range(5)])
+    plain_text, plain_bin = tmp_path / "v.txt", tmp_path / "v.bin"
+    kv.save_word2vec_format(str(plain_text), binary=False)
+    kv.save_word2vec_format(str(plain_bin), binary=True)
+    for plain, fmt in ((plain_text, "word2vec-text"), (plain_bin, "word2vec-binary")):
+        for suffix, module in ((".gz", gzip), (".bz2", bz2)):
+            packed = tmp_path / (plain.name + suffix)
+            packed.write_bytes(module.compress(plain.read_bytes()))
+            assert _sniff_format(packed) == fmt and vectors_dimension(packed) == 6
+            loaded = load_word_vectors(packed)
+            assert loaded.index_to_key == kv.index_to_key and (loaded.vectors == kv.vectors).all()
+    fake = tmp_path / "not.txt.gz"
+    fake.write_bytes(plain_text.read_bytes())
+    with pytest.raises(ValueError, match=rf"^vectors file {re.escape(str(fake))} cannot be read as gz-compressed "
+                                         r"\(Not a gzipped file \(b'5 '\)\); decompress it, or give the file another "
+                                         r"name if it is not compressed$"):
+        vectors_dimension(fake)

@@ -7,13 +7,16 @@ skip-gram vectors on the unlabeled sentences at hand instead; every result recor
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import collections
+import gzip
 import json
 import logging
 import os
 import platform
 import tempfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -188,10 +191,26 @@ def _is_number(field: bytes) -> bool:
     return True
 
 
+def _open_binary(path: Path):
+    """``path`` opened for reading bytes, decompressed by its suffix as gensim reads it (``.gz``, ``.bz2``: GoogleNews
+    word2vec ships as ``.bin.gz``); the format sniffing and the dimension check read it alike."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    return path.open("rb")
+
+
 def _sniff_format(path: Path) -> str:
-    with path.open("rb") as fh:
-        head = fh.readline()
-        second = fh.read(4096)
+    try:
+        with _open_binary(path) as fh:
+            head = fh.readline()
+            second = fh.read(4096)
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+        if path.suffix not in (".gz", ".bz2"):
+            raise
+        raise ValueError(f"vectors file {path} cannot be read as {path.suffix[1:]}-compressed ({exc}); decompress "
+                         "it, or give the file another name if it is not compressed") from None
     try:
         first = head.decode("utf-8").split()
     except UnicodeDecodeError:
@@ -218,7 +237,7 @@ def vectors_dimension(path: str | Path, fmt: str = "auto") -> int:
     the word2vec header's second number, or a GloVe line's number of values). Errors as :func:`load_word_vectors`."""
     path = Path(path)
     fmt = _sniff_format(path) if fmt == "auto" else fmt
-    with path.open("rb") as fh:
+    with _open_binary(path) as fh:
         first = fh.readline().decode("utf-8", errors="replace").split()
     if fmt == "glove" and len(first) > 2:
         return len(first) - 1
