@@ -63,6 +63,11 @@ def test_read_lines_and_malformed_label_lines(tmp_path):
     (folder / "stsa.binary.test").write_bytes(b"\xef\xbb\xbf1 ok\n0 bad\n")
     assert load_dataset("SST2", tmp_path).labels["test"] == [1, 0]
     assert read_lines(folder / "stsa.binary.test") == ["1 ok", "0 bad"]
+    # stop 78 (an audit): a phrase line with a column too many was split at its last tab, "<TAB>1" read as a word
+    (folder / "phrases.train.tsv").write_bytes(b"good movie\t1\nbad one\t1\t0\n")
+    with pytest.raises(ValueError, match=r"^.*phrases.train.tsv:2: expected '<phrase><TAB><0\|1>', got "
+                                         r"'bad one\\t1\\t0'$"):
+        load_dataset("SST2", tmp_path)
 
 
 def test_non_utf8_lines_are_reported_and_a_binary_or_utf16_file_is_an_error(tmp_path, shared_data):

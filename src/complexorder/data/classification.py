@@ -178,8 +178,8 @@ def _parse_sst(line: str):
 
 def _parse_phrase(line: str):
     text, tab, label = line.rstrip("\n").rpartition("\t")
-    label = label.strip()
-    return (int(label), text) if tab and label in ("0", "1") and text.strip() else None
+    label = label.strip()  # a second tab: a column too many (the phrase would have taken "<TAB>1" as a word)
+    return (int(label), text) if tab and label in ("0", "1") and text.strip() and "\t" not in text else None
 
 
 def _parse_trec(classes: tuple[str, ...]):

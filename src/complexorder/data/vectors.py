@@ -118,7 +118,7 @@ def check_vectors_out(out: str | Path, name: str = "out", force: bool = True) ->
     replaced by a regular file (the vectors are written beside it and renamed over it: ``--out /dev/null`` as root
     removed the device), and a results file or a config would be lost."""
     out = Path(out)
-    if not out.exists():
+    if not out.exists() or out.is_dir():  # a directory: check_writable names it
         return
     if not out.is_file():
         raise ValueError(f"{name} {out} is not a regular file; word vectors (and a .json provenance record beside "
