@@ -755,3 +755,35 @@ def test_a_decoding_cache_that_does_not_fit_the_call_is_refused():
     dec(torch.randn(2, 1, 8, dtype=c), memory, tgt_is_causal=True, cache=cache)
     with pytest.raises(ValueError, match=r"^the cache holds static keys of length 4 but memory has length 5"):
         dec(torch.randn(2, 1, 8, dtype=c), torch.randn(2, 5, 8, dtype=c), tgt_is_causal=True, cache=cache)
+
+
+def test_the_grid_api_checks_split_names_list_types_and_inspect_k(tmp_path):
+    """Stop 78 (an audit): make_split(data, "fold-10") was a bare IndexError and a seed split of a CV data set was
+    taken as fold 1; GridConfig(datasets="CR") said "unknown dataset 'C'", folds="0" a bare TypeError;
+    inspect_checkpoint(k=0) listed every word as the greatest, k=2.5 failed in a slice."""
+    from complexorder.data.classification import TextClassificationData, make_split
+    from complexorder.experiments.classification import GridConfig
+    from complexorder.experiments.inspection import inspect_checkpoint
+
+    cv = TextClassificationData("CR", ("negative", "positive"), {"all": [["w"]] * 40}, {"all": [0, 1] * 20}, [])
+    for bad in ("fold-10", "seed-1", "blah", "fold-", 3):
+        with pytest.raises(ValueError, match=exactly(f"split_id must be 'fold-K' with K in 0..9 for the CV data set "
+                                                     f"CR, got {bad!r}")):
+            make_split(cv, bad)
+    assert len(make_split(cv, "fold-9").test[1]) == 4
+    fixed = TextClassificationData("TREC", ("a", "b"), {p: [["w"]] * 4 for p in ("train", "dev", "test")},
+                                   {p: [0, 1, 0, 1] for p in ("train", "dev", "test")}, [])
+    with pytest.raises(ValueError, match=exactly("split_id must be 'seed-S' (S >= 0) for the fixed-split data set "
+                                                 "TREC, got 'fold-1'")):
+        make_split(fixed, "fold-1")
+    for field_, value, message in (("datasets", "CR", "datasets must be a list (config `datasets` / --datasets), got "
+                                                      "'CR'"),
+                                   ("folds", "0", "folds must be a list (config `folds` / --folds), got '0'"),
+                                   ("folds", [0, "1"], "folds must hold integers (config `folds` / --folds), got '1'"),
+                                   ("seeds", [True], "seeds must hold integers (config `seeds` / --seeds), got True")):
+        with pytest.raises(ValueError, match=exactly(message)):
+            GridConfig(**{field_: value}).validate()
+    for k in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match=exactly(f"k must be a positive integer (words per list; --top), got "
+                                                     f"{k!r}")):
+            inspect_checkpoint(tmp_path / "missing.pt", tmp_path / "out", k=k)

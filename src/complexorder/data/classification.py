@@ -309,6 +309,13 @@ def split_ids(name: str, folds: list[int], seeds: list[int]) -> list[str]:
 
 def make_split(data: TextClassificationData, split_id: str) -> Split:
     """The train/dev/test parts of ``split_id`` (``fold-K`` or ``seed-S``; the seed does not change fixed splits)."""
+    kind, _, number = split_id.partition("-") if isinstance(split_id, str) else ("", "", "")
+    if data.protocol == "cv" and not (kind == "fold" and number.isdigit() and int(number) < NUM_FOLDS):
+        raise ValueError(f"split_id must be 'fold-K' with K in 0..{NUM_FOLDS - 1} for the CV data set {data.name}, got "
+                         f"{split_id!r}")
+    if data.protocol == "fixed" and not (kind == "seed" and number.isdigit()):
+        raise ValueError(f"split_id must be 'seed-S' (S >= 0) for the fixed-split data set {data.name}, got "
+                         f"{split_id!r}")
     if data.protocol == "fixed":
         part = lambda p: (data.texts[p], data.labels[p])  # noqa: E731
         split = Split(part("train"), part("dev"), part("test"))

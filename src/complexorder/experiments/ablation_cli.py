@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("ablate", help="run the Table 4 ablation (Transformer on SST-2) and write its table; resumable",
                        description="Runs every variant of the ablation config with the classification runner "
                                    "(finished units are skipped), then renders the table.")
-    add_grid_arguments(a, "table4")
+    add_grid_arguments(a, "table4", datasets=("SST2", "SST2-sent"), models=("transformer",))
     a.add_argument("--out", help="Markdown table to write (default: table4.md beside the results file; the "
                                  "committed benchmarks/results/table4.md is written only when named)")
     a.add_argument("--report-only", action="store_true", help="only render the table from the results file")

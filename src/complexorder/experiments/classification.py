@@ -244,6 +244,14 @@ class GridConfig:
                 raise ValueError(f"{where}: {who} {v.embedding!r}; valid names: {', '.join(EMBEDDINGS)}")
 
     def validate(self) -> None:
+        for key in ("datasets", "models", "embeddings", "folds", "seeds"):  # the Python API: "CR" iterated as C, R
+            value = getattr(self, key)
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{key} must be a list (config `{key}` / --{key}), got {value!r}")
+        for key in ("folds", "seeds"):
+            bad = [v for v in getattr(self, key) if isinstance(v, bool) or not isinstance(v, int)]
+            if bad:
+                raise ValueError(f"{key} must hold integers (config `{key}` / --{key}), got {bad[0]!r}")
         resolve_device(self.device, "device (config `device` / --device)")
         for key, valid in (("datasets", DATASETS), ("models", CLASSIFIERS)):  # was "0 units ... 0 to run", exit 0
             if not getattr(self, key):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from ..checkpoint import check_writable
+from ..models import CLASSIFIERS
 from ..config import check_no_repeats, config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
@@ -126,11 +127,12 @@ def split_option_notes(args: argparse.Namespace, grid: GridConfig) -> list[str]:
     return notes
 
 
-def add_grid_arguments(p: argparse.ArgumentParser, default_config: str) -> None:
-    """The options shared by `classify` and `ablate`."""
+def add_grid_arguments(p: argparse.ArgumentParser, default_config: str, datasets=tuple(DATASETS),
+                       models=tuple(CLASSIFIERS)) -> None:
+    """The options shared by `classify` and `ablate` (``datasets``/``models``: the names its help lists)."""
     p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
-    p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(DATASETS)})")
-    p.add_argument("--models", help="subset: fasttext,cnn,lstm,transformer")
+    p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(datasets)})")
+    p.add_argument("--models", help=f"subset, comma-separated ({', '.join(models)})")
     p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma; one such label alone may be given as it is); a name that is a label selects that row only, an embedding name every row built on it")
     p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
     p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
@@ -220,7 +222,9 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
     if args.models is not None:
-        changes["models"] = parse_names(args.models, grid.models, "models")
+        # any model, as --datasets takes any data set: one the config leaves out runs with its [model] settings
+        # (the defaults where the config has none, noted before training); it said "unknown name 'transformer'"
+        changes["models"] = parse_names(args.models, list(CLASSIFIERS), "models")
     if args.embeddings is not None:
         changes["variants"] = select_variants(grid.resolved_variants(), args.embeddings)
     for name in ("folds", "seeds"):

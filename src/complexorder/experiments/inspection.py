@@ -135,6 +135,8 @@ def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, p
 def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None = None, k: int = 50,
                        dims: list[int] | None = None, log=print) -> dict:
     """Write ``delta_density.png``, ``table7.md`` and (with ``word``) ``waves_<word>.png`` to ``out_dir``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # 0 listed every word as greatest, 2.5 a bare TypeError
+        raise ValueError(f"k must be a positive integer (words per list; --top), got {k!r}")
     model, ck = load_classifier(path)
     emb = model.embedding
     if not isinstance(emb, ComplexOrderEmbedding):
