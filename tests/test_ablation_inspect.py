@@ -485,3 +485,22 @@ def test_table4_names_rows_without_a_common_seed_and_rows_mixing_settings():
     assert re.search(r"^- SST2 transformer complex-order seed-1: shows the latest record \(settings \w{12}, test "
                      r"0\.8300\); 1 earlier record\(s\) with other settings left out \(settings \w{12}, test 0\.8020\)$",
                      text, re.M), text
+
+
+def test_table4_describes_the_setting_its_records_ran():
+    """Stop 78 (an audit): the opening sentence said d = 256, inner 512, 8 heads, one layer and the 6,920 training
+    sentences whatever the records had run (seven committed tables of 2-layer models said 1-layer)."""
+    grid = ablation_grid()
+    variants = grid.resolved_variants()[:2]
+    records = [{**ablation_record(grid, v, 1, 0.8), "dataset": "SST2-sent", "train_size": 60, "dev_size": 20,
+                "test_size": 30} for v in variants]
+    text = render_table4(records)
+    assert (f"Accuracy on the SST-2 test sentences (30) of the 1-layer Transformer classifier (d = {D}, inner {FF}, 2 "
+            f"heads, no pretrained vectors) trained on the 60 SST-2 training sentences only (NOT the 67k phrases of the "
+            f"paper: a CPU budget choice, see the config), with early stopping on dev (20);") in text
+    two = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, num_layers=2))
+    records.append({**ablation_record(two, variants[0], 2, 0.8), "dataset": "SST2-sent", "train_size": 6920})
+    text = render_table4(records)  # a record before stop 78 (no dev/test sizes) of the real data: the real files' sizes
+    assert (f"SST-2 test sentences (1821 / 30) of the Transformer classifier (1 / 2 layers, d = {D}, inner {FF}, 2 "
+            f"heads, no pretrained vectors) trained on the 60 / 6,920 SST-2 training sentences only") in text
+    assert "with early stopping on dev (20 / 872);" in text
