@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import struct
@@ -504,3 +505,20 @@ def test_table4_describes_the_setting_its_records_ran():
     assert (f"SST-2 test sentences (1821 / 30) of the Transformer classifier (1 / 2 layers, d = {D}, inner {FF}, 2 "
             f"heads, no pretrained vectors) trained on the 60 / 6,920 SST-2 training sentences only") in text
     assert "with early stopping on dev (20 / 872);" in text
+
+
+def test_inspect_suggests_the_lower_cased_word_first_and_report_names_a_device(tmp_path, capsys):
+    """Stop 78 (an audit): `--word Good` suggested 'mood, good, moody' (difflib's order), the word the user meant
+    second; `report --results /dev/null` said the file does not exist."""
+    from complexorder.cli import main
+
+    path, _ = classifier_checkpoint(tmp_path, vocab=["<pad>", "<unk>", "mood", "good", "moody", "the"])
+    with pytest.raises(ValueError, match=r"^word 'Good' is not in the checkpoint's vocabulary \(4 words, "
+                                         r"lower-cased\); near matches: good, mood, moody$"):
+        inspect_checkpoint(path, tmp_path / "o", word="Good")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    assert main(["report", "--results", str(pipe), "--out", str(tmp_path / "t.md")]) == 2
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: results file {pipe} is not a regular file (a "
+                                               "device or pipe?); pass the JSON-lines file that `complexorder "
+                                               "classify` or `ablate` wrote")

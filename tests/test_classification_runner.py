@@ -1172,8 +1172,12 @@ def test_a_dry_run_says_how_many_units_its_results_file_holds_already(capsys):
     out = capsys.readouterr()
     assert out.err == f"complexorder: table4: 130 units, 130 already in {results}, 0 to run\n"
     assert len(out.out.splitlines()) == 130 and results.read_bytes() == before
+    assert all(line.endswith(" (finished)") for line in out.out.splitlines())  # stop 78: they were not marked
     assert main(["ablate", "--seeds", "1-11", "--results", str(results), "--dry-run"]) == 0
-    assert capsys.readouterr().err == f"complexorder: table4: 143 units, 130 already in {results}, 13 to run\n"
+    out = capsys.readouterr()
+    assert out.err == f"complexorder: table4: 143 units, 130 already in {results}, 13 to run\n"
+    assert sum(line.endswith(" (finished)") for line in out.out.splitlines()) == 130
+    assert "SST2-sent transformer complex-order seed-11" in out.out.splitlines()
 
 
 def test_lstm_layers_and_directions_reach_the_model_keep_old_hashes_and_are_checked(tmp_path):

@@ -637,11 +637,13 @@ def _plan_line(grid: GridConfig, units: list, todo: list) -> str:
     return f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {grid.results}, {len(todo)} to run"
 
 
-def dry_run_summary(grid: GridConfig, units: list) -> str:
-    """The line a run would log first: how many of ``units`` its results file holds already (read, not written)."""
+def dry_run_summary(grid: GridConfig, units: list, log=lambda *_: None) -> tuple[str, list]:
+    """The line a run would log first: how many of ``units`` its results file holds already (read, not written),
+    and the units still to run. ``log`` gets what reading the file says (skipped malformed lines), as a run's."""
     path = Path(grid.results)
-    finished = _read_results_file(path, lambda *_: None) if path.is_file() else []
-    return _plan_line(grid, units, units_to_run(grid, units, finished)[0])
+    finished = _read_results_file(path, log) if path.is_file() else []
+    todo = units_to_run(grid, units, finished)[0]
+    return _plan_line(grid, units, todo), todo
 
 
 def _check_finished_data(finished: list[dict], keys: set, cache: _Cache, results_path: Path) -> None:

@@ -271,9 +271,11 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
         print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
         units = plan_units(grid)
-        print(f"complexorder: {dry_run_summary(grid, units)}", file=sys.stderr)  # as the run's first line says
-        for u in units:
-            print(u.dataset, u.model, u.variant.label, u.split)
+        line, todo = dry_run_summary(grid, units, lambda text: print(f"complexorder: {text}", file=sys.stderr))
+        print(f"complexorder: {line}", file=sys.stderr)  # as the run's first line says
+        pending = {id(u) for u in todo}
+        for u in units:  # finished ones marked: the list showed them as if they would run
+            print(u.dataset, u.model, u.variant.label, u.split, *([] if id(u) in pending else ["(finished)"]))
         return 0
     run_grid(grid, progress=not args.no_progress, command=command_line())
     return 0

@@ -152,8 +152,8 @@ def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None =
             near: list[str] | int
             words = [w for w in vocab if w not in SPECIAL_TOKENS]
             near = difflib.get_close_matches(word, words, n=5)
-            if word.lower() in words and word.lower() not in near:  # the vocabulary is lower-cased (Kim 2014)
-                near.insert(0, word.lower())
+            if word.lower() in words:  # the vocabulary is lower-cased (Kim 2014): "Good" is "good", first
+                near = [word.lower()] + [w for w in near if w != word.lower()][:4]
             raise ValueError(f"word {word!r} is not in the checkpoint's vocabulary ({len(words):,} words, lower-cased)"
                              + (f"; near matches: {', '.join(near)}" if near else ""))
         word_id = vocab.index(word)

@@ -52,6 +52,9 @@ def load_results(paths, warn=print, require: dict[str, str] | None = None, extra
         if Path(path).is_dir():
             raise IsADirectoryError(f"results file {path} is a directory; pass the JSON-lines file in it that "
                                     "`complexorder classify` or `ablate` wrote")
+        if Path(path).exists() and not Path(path).is_file():  # /dev/null, a pipe: "does not exist" misled
+            raise ValueError(f"results file {path} is not a regular file (a device or pipe?); pass the JSON-lines file "
+                             "that `complexorder classify` or `ablate` wrote")
         if not Path(path).is_file():
             raise FileNotFoundError(f"results file {path} does not exist; run `complexorder classify` (or `ablate`) "
                                     f"first")
