@@ -684,7 +684,8 @@ def test_layer_sizes_must_be_positive_integers_numpy_ones_included():
         with pytest.raises(ValueError, match=exactly(message)):
             make()
     n = np.int64  # np.random.choice draws these in a hyper-parameter search: taken and stored as ints
-    layers = [cnn.ComplexLinear(n(8), n(4)), cnn.ComplexConv1d(n(8), n(4), 3), cnn.ComplexMultiheadAttention(n(8), n(2)),
+    layers = [cnn.ComplexLinear(n(8), n(4)), cnn.ComplexConv1d(n(8), n(4), 3),
+              cnn.ComplexMultiheadAttention(n(8), n(2)),
               cnn.ComplexLSTM(n(8), n(4), n(2)), cnn.ComplexLayerNorm(n(8)), cnn.ComplexBatchNorm1d(n(8)),
               cnn.ComplexTransformerEncoderLayer(n(8), n(2), n(16))]
     assert layers[0].in_features == 8 and type(layers[0].in_features) is int
@@ -787,3 +788,35 @@ def test_the_grid_api_checks_split_names_list_types_and_inspect_k(tmp_path):
         with pytest.raises(ValueError, match=exactly(f"k must be a positive integer (words per list; --top), got "
                                                      f"{k!r}")):
             inspect_checkpoint(tmp_path / "missing.pt", tmp_path / "out", k=k)
+
+
+def test_a_module_moved_to_a_complex_dtype_is_named_with_the_fix():
+    """Stop 78 (an audit): Module.to(torch.complex64) (the public output dtype, so a plausible try) is allowed by
+    torch and turned the real tables and weights complex; the forward then failed inside arange, autograd or with
+    'input is torch.complex64 but the layer's weights are torch.complex64'."""
+    c = torch.complex64
+    for emb in (co.ComplexOrderEmbedding(10, 4), co.ComplexVanillaEmbedding(10, 4)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch: "Complex modules are a new feature ..."
+            emb.to(c)
+        with pytest.raises(TypeError, match=exactly(f"{type(emb).__name__}'s tables are torch.complex64 (a "
+                                                    f".to(torch.complex64)?): it keeps real tables and returns "
+                                                    "complex outputs itself; convert it back with "
+                                                    ".to(torch.float32)")):
+            emb(torch.tensor([[1, 2]]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert emb.to(torch.float32)(torch.tensor([[1, 2]])).dtype == c
+    for layer, x in ((cnn.ComplexLinear(4, 4), torch.randn(2, 3, 4, dtype=c)),
+                     (cnn.ComplexLSTM(4, 4), torch.randn(2, 3, 4, dtype=c)),
+                     (cnn.ComplexConv1d(4, 4, 1), torch.randn(2, 4, 3, dtype=c)),
+                     (cnn.ComplexLayerNorm(4), torch.randn(2, 3, 4, dtype=c)),
+                     (cnn.ComplexTransformerEncoderLayer(4, 2, 8), torch.randn(2, 3, 4, dtype=c))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            layer.to(torch.complex128)
+        with pytest.raises(TypeError, match=exactly("the layer's weights are torch.complex128 (a "
+                                                    ".to(torch.complex128)?): complex layers keep real parameters and "
+                                                    "take complex inputs; convert the layer back with "
+                                                    ".to(torch.float64)")):
+            layer(x)

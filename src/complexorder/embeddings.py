@@ -214,7 +214,12 @@ def _check_matrix(name: str, matrix: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 
 def _check_complex_form(module: str, dtype: torch.dtype | None) -> None:
-    """Complex embeddings build a complex output from their real tables: bfloat16 has no complex form."""
+    """Complex embeddings build a complex output from their real tables: bfloat16 has no complex form, and complex
+    tables (``.to(torch.complex64)``, which ``Module.to`` allows) failed deep in arange or autograd."""
+    if dtype is not None and dtype.is_complex:
+        real = torch.empty(0, dtype=dtype).real.dtype
+        raise TypeError(f"{module}'s tables are {dtype} (a .to({dtype})?): it keeps real tables and returns complex "
+                        f"outputs itself; convert it back with .to({real})")
     if dtype == torch.bfloat16:
         raise TypeError(f"{module} has no bfloat16 form (PyTorch has no bfloat16 complex dtype); use "
                         "float32, float64 or float16 parameters")

@@ -49,6 +49,10 @@ def _require_matching_dtype(input: Tensor, weight: Tensor) -> None:
     Under autocast the mix is autocast's to resolve (a half-precision layer output feeds the next layer)."""
     if _COMPLEX_OF.get(weight.dtype) == input.dtype or torch.is_autocast_enabled(input.device.type):
         return  # a dict lookup, not input.real (a new view on every layer call)
+    if weight.is_complex():  # Module.to(torch.complex64) converts the real parts into complex tensors
+        real = torch.empty(0, dtype=weight.dtype).real.dtype
+        raise TypeError(f"the layer's weights are {weight.dtype} (a .to({weight.dtype})?): complex layers keep real "
+                        f"parameters and take complex inputs; convert the layer back with .to({real})")
     if weight.dtype in _COMPLEX_OF:
         fix = f"convert the input with .to({_COMPLEX_OF[weight.dtype]}) or the layer with .to({input.real.dtype})"
     else:  # bfloat16 weights have no complex counterpart
