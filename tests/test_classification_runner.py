@@ -930,6 +930,14 @@ def test_a_foreign_results_file_missing_data_and_vectors_of_another_dimension_fa
     with pytest.raises(ValueError, match=rf"^vectors file {grid.vectors} \(--vectors\) has dimension 8, but the "
                                          r"pretrained models to run have embedding_dim 16"):
         run_grid(wide, progress=False, log=lambda *_: None)
+    # stop 78 (an audit): a header that says 16 over rows of 8 was "has dimension 16", as if the rows held 16
+    lines = Path(grid.vectors).read_text().splitlines()
+    lines[0] = lines[0].split()[0] + " 16"
+    Path(grid.vectors).write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"^vectors file {grid.vectors} \(--vectors\) is not valid: line 2 \(word "
+                                         r"'\w+'\) has 8 values where 16 were expected \(the header's dimension; "
+                                         r"truncated\?\)$"):
+        run_grid(grid, progress=False, log=lambda *_: None)
     assert not trained and not (tmp_path / "results.jsonl").exists()
     assert notes.read_text() == "# my notes\n\nsome text\nmore text\n"
 

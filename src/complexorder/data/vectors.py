@@ -248,6 +248,14 @@ def vectors_dimension(path: str | Path, fmt: str = "auto") -> int:
                      + _format_hint(path, fmt))
 
 
+def vectors_rows_problem(path: str | Path, fmt: str = "auto") -> str | None:
+    """The first row of a text vectors file whose number of values differs from its declared dimension (or a row
+    count other than its header's), in a few words; None when there is none or the format is binary. Reads the
+    whole file: for error paths (a header that says 9 where the rows hold 8 is not "vectors of dimension 9")."""
+    path = Path(path)
+    return _text_rows_problem(path, _sniff_format(path) if fmt == "auto" else fmt)
+
+
 def _format_hint(path: Path, fmt: str) -> str:
     """``"; it looks like X: pass --vectors-format X (or auto)"`` when the file's first line says another format."""
     try:

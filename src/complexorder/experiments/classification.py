@@ -30,7 +30,7 @@ from ..data.classification import DATASETS, dataset_digest, dataset_folder, load
 from ..data.download import sha256_of
 from ..data.paths import resolve_data_dir
 from ..data.vectors import (VECTOR_FORMATS, load_word_vectors, vectors_dimension, vectors_for_vocabulary,
-                            vectors_provenance)
+                            vectors_provenance, vectors_rows_problem)
 from ..data.vocab import Vocabulary
 from ..embeddings import EMBEDDINGS, build_embedding, embedding_options
 from ..environment import bars_off, cpu_info, resolve_device
@@ -615,6 +615,9 @@ def _preflight(grid: GridConfig, todo: list[Unit], cache: "_Cache") -> None:
         found = vectors_dimension(grid.vectors, grid.vectors_format)
         wrong = sorted(d for d in dims if d != found)
         if wrong:
+            problem = vectors_rows_problem(grid.vectors, grid.vectors_format)  # the header may be what is wrong
+            if problem:
+                raise ValueError(f"vectors file {grid.vectors} (--vectors) is not valid: {problem}")
             raise ValueError(f"vectors file {grid.vectors} (--vectors) has dimension {found}, but the pretrained "
                              f"models to run have embedding_dim {wrong[0]}; pass vectors of that dimension or set "
                              f"embedding_dim")
