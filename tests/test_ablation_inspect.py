@@ -522,3 +522,16 @@ def test_inspect_suggests_the_lower_cased_word_first_and_report_names_a_device(t
     assert capsys.readouterr().err.strip() == (f"complexorder: error: results file {pipe} is not a regular file (a "
                                                "device or pipe?); pass the JSON-lines file that `complexorder "
                                                "classify` or `ablate` wrote")
+
+
+def test_inspect_names_a_checkpoint_whose_vocabulary_is_not_strings(tmp_path):
+    """Stop 78 (an audit): integers in `vocab` failed as `sequence item 0: expected str instance, int found`."""
+    path, _ = classifier_checkpoint(tmp_path)
+    for key, value in (("vocab", [0, 1, 2, 3, 4, 5]), ("label_names", "neg,pos")):
+        ck = torch.load(path, weights_only=True)
+        ck[key] = value
+        torch.save(ck, tmp_path / "odd.pt")
+        with pytest.raises(ValueError, match=rf"^checkpoint {re.escape(str(tmp_path / 'odd.pt'))}: its '{key}' entry "
+                                             r"is not a list of strings; expected the one `complexorder classify` "
+                                             r"stores$"):
+            inspect_checkpoint(tmp_path / "odd.pt", tmp_path / "o", word="film")

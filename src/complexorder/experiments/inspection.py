@@ -31,6 +31,10 @@ def load_classifier(path: str | Path):
     """``(model, checkpoint)`` of a classifier checkpoint written by ``complexorder classify/ablate``."""
     ck = load_checkpoint(path, "classifier", required=("vocab", "config", "label_names", "model_state"),
                          writer="complexorder classify --checkpoint-dir")
+    for key in ("vocab", "label_names"):  # a list of other things failed later naming no file ("expected str")
+        if not (isinstance(ck[key], list) and all(isinstance(w, str) for w in ck[key])):
+            raise ValueError(f"checkpoint {path}: its {key!r} entry is not a list of strings; expected the one "
+                             "`complexorder classify` stores")
     try:
         model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]),
                                         ck.get("max_positions", 512))
