@@ -547,13 +547,14 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"cannot resume .*last.pt: it was trained on another corpus \(train split "):
         train_language_model(cfg, other_corpus, tmp_path / "c", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
-    with pytest.raises(ValueError, match=r"trained with train.lr=0.003, the config now says 0.001; resume with the "
-                                         r"run's settings \(add --set train.lr=0.003\) or train in a new --out "
-                                         r"directory$"):
+    with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: train.lr: "
+                                         r"0.003 → 0.001\); resume with the run's settings \(add --set "
+                                         r"train.lr=0.003\) or train in a new --out directory$"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "embedding": "vanilla"}}, LMConfig)
-    with pytest.raises(ValueError, match=r"trained with model.embedding='complex-order', the config now says "
-                                         r"'vanilla'; resume with the run's settings \(add --embedding complex-order\)"):
+    with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: "
+                                         r"model.embedding: 'complex-order' → 'vanilla'\); resume with the run's "
+                                         r"settings \(add --embedding complex-order\)"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)  # stop 76: named no flag
     # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test
     ck = tmp_path / "a" / "best.pt"
@@ -890,5 +891,6 @@ def test_a_run_from_before_a_setting_existed_resumes_with_its_default(corpus, tm
     summary = train_language_model(cfg, corpus, tmp_path / "old", resume=True, progress=False, log=lambda *_: None)
     assert summary["steps"] == 12
     other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "phase_dropout": 0.1}}, LMConfig)
-    with pytest.raises(ValueError, match=r"trained with model.phase_dropout=0.0, the config now says 0.1"):
+    with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: "
+                                         r"model.phase_dropout: 0.0 → 0.1\)"):
         train_language_model(other, corpus, tmp_path / "old", resume=True, progress=False)

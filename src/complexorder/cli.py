@@ -54,17 +54,39 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 EMPTY_HANDLED_BY_COMMAND = {"figure", "datasets", "models", "embeddings", "splits", "sha256"}
 
 
-def empty_value_problem(args: argparse.Namespace, argv: list[str]) -> str | None:
+def empty_value_problem(args: argparse.Namespace, argv: list[str],
+                        parser: argparse.ArgumentParser | None = None) -> str | None:
     """A one-line error for an option or argument given as an empty string, which used to mean its default
-    without a word (``--data-dir ''`` read ``$COMPLEXORDER_DATA``, ``--run-dir ''`` wrote under ``runs/``)."""
+    without a word (``--data-dir ''`` read ``$COMPLEXORDER_DATA``, ``--run-dir ''`` wrote under ``runs/``).
+    With ``parser``, an option the command requires (it has no default to leave it out for) is told so."""
+    required = _required_options(parser, args) if parser is not None else set()
     for dest, value in vars(args).items():
         if dest in EMPTY_HANDLED_BY_COMMAND or not (value == "" or (isinstance(value, list) and "" in value)):
             continue
         flag = "--" + dest.replace("_", "-")
         if any(a == flag or a.startswith(flag + "=") for a in argv):
+            if dest in required:  # every required option names a file or directory, --config a name or file
+                return f"{flag}: an empty value; give {'a config name or file' if dest == 'config' else 'a path'}"
             return f"{flag}: an empty value; give one, or leave the option out for its default"
         return f"{dest.upper()}: an empty value; give one"  # a positional argument
     return None
+
+
+def _required_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
+    """The destinations of the options that the (sub)command chosen in ``args`` requires, alone or as one of a
+    required group (``lm prepare-text8``'s ``--source`` or ``--download``)."""
+    found = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(str(getattr(args, action.dest, None)))
+            if chosen is not None:
+                found |= _required_options(chosen, args)
+        elif action.option_strings and action.required:
+            found.add(action.dest)
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            found |= {action.dest for action in group._group_actions}
+    return found
 
 
 class _StandardOutput:
@@ -105,7 +127,7 @@ def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    problem = empty_value_problem(args, argv)
+    problem = empty_value_problem(args, argv, parser)
     if problem:
         print(f"complexorder: error: {problem}", file=sys.stderr)
         return 2

@@ -23,20 +23,21 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from ..checkpoint import (append_jsonl, check_results_file, check_writable, drop_records_after, load_checkpoint,
-                          save_checkpoint)
+from ..checkpoint import (append_jsonl, check_finite_weights, check_results_file, check_writable, drop_records_after,
+                          load_checkpoint, save_checkpoint)
 from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
+from ..nn.functional import as_integer
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
                        remove_stale_checkpoint_temporaries, run_directory_lock)
 
@@ -86,6 +87,9 @@ class LMConfig:
 
 def check_lm_config(cfg: LMConfig) -> None:
     """One-line errors for settings that cannot run."""
+    if not isinstance(cfg, LMConfig):  # a dict failed with an AttributeError
+        raise TypeError(f"the config must be an LMConfig (from config_from_dict(data, LMConfig)), got "
+                        f"{type(cfg).__name__}")
     check_config(cfg.model)
     if cfg.model.vocab_size != len(TEXT8_ALPHABET):
         raise ValueError(f"model.vocab_size must be {len(TEXT8_ALPHABET)} for a text8-format corpus "
@@ -130,6 +134,7 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", ev
     Raises a one-line error when a stream is shorter than one segment (``tgt_len`` inputs plus
     the target of the last one).
     """
+    _check_batch_size(batch_size)
     n = ids.numel() // batch_size
     if n < tgt_len + 1:
         need = ("the 2 characters of one prediction (evaluation reads segments of any length)" if evaluation else
@@ -138,6 +143,11 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", ev
         raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
                          f"shorter than {need}; use a longer corpus or a smaller {sizes}")
     return ids[: n * batch_size].view(batch_size, n)
+
+
+def _check_batch_size(batch_size: object) -> None:
+    if as_integer(batch_size) is None or cast(int, batch_size) < 1:  # 0 divided by zero
+        raise ValueError(f"batch_size must be a positive integer (the number of streams), got {batch_size!r}")
 
 
 @torch.no_grad()
@@ -150,6 +160,11 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
     shorter) with the memory carried over; ``mem_len``, ``same_length`` and ``clamp_len``
     override the model's for this evaluation only. The model's mode and lengths are restored.
     """
+    if not isinstance(ids, Tensor) or ids.dim() != 1 or ids.is_floating_point() or ids.is_complex() \
+            or ids.dtype == torch.bool:  # float ids were truncated to integers without a word
+        form = f"shape {tuple(ids.shape)} and dtype {ids.dtype}" if isinstance(ids, Tensor) else type(ids).__name__
+        raise ValueError(f"ids must be a 1-d integer tensor of character ids, got {form}")
+    _check_batch_size(batch_size)
     if ids.numel() < 2:
         raise ValueError(f"the {split} split has {ids.numel():,} character(s); evaluating it needs at least 2 (an "
                          f"input and its target): check the corpus's {split} file")
@@ -213,6 +228,9 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+#: The settings ``lm train`` has options of its own for (the others are given with --set).
+SETTING_OPTIONS = {"model.embedding": "--embedding", "train.max_steps": "--max-steps"}
+
 RESUMABLE_CHANGES = frozenset({"train.log_interval", "train.checkpoint_interval"})  # never change the weights
 
 
@@ -220,15 +238,18 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
     # a checkpoint written before a setting existed had that setting's default: fill it in
     saved = config_to_dict(config_from_dict(saved, LMConfig, where=f"{path} config"))
     now = config_to_dict(cfg)
+    diffs, flags = [], []
     for section in ("model", "train"):
         for key, value in now[section].items():
             old = saved.get(section, {}).get(key)
             if old != value and f"{section}.{key}" not in RESUMABLE_CHANGES:
-                flag = {"model.embedding": f"--embedding {old}", "train.max_steps": f"--max-steps {old}"}.get(
-                    f"{section}.{key}", f"--set {section}.{key}={_set_value(old)}")
-                raise ValueError(f"cannot resume {path}: it was trained with {section}.{key}={old!r}, the config "
-                                 f"now says {value!r}; resume with the run's settings (add {flag}) or train in a "
-                                 "new --out directory")
+                diffs.append(f"{section}.{key}: {old!r} → {value!r}")
+                option = SETTING_OPTIONS.get(f"{section}.{key}")
+                flags.append(f"{option} {old}" if option else f"--set {section}.{key}={_set_value(old)}")
+    if diffs:  # all of them: one at a time took a failed resume per setting
+        raise ValueError(f"cannot resume {path}: it was trained with other settings (the run's → the config's now: "
+                         f"{'; '.join(diffs)}); resume with the run's settings (add {' '.join(flags)}) or train in a "
+                         "new --out directory")
 
 
 def _set_value(value: object) -> str:
@@ -266,6 +287,14 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     t = cfg.train
     last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
     if last_path.exists() and not resume:
+        try:
+            kind = load_checkpoint(last_path).get("kind")
+        except (ValueError, OSError):  # not a complexorder checkpoint at all (a directory, say)
+            kind = None
+        if kind != CHECKPOINT_KIND:  # another command's run (a translation's last.pt): --resume would not help
+            what = f"a {kind!r} checkpoint" if kind else "a file that is not a complexorder checkpoint"
+            raise ValueError(f"--out {out_dir} holds {last_path}, {what}, not a language model's; --out must be "
+                             "another directory")
         raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
     remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
@@ -273,12 +302,17 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     corpus_signature = {"train_chars": corpus["train"].numel(),
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
     train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
+    if corpus["valid"].numel() // cfg.eval.batch_size < 2:  # fail now, not after hours of training; name the setting
+        chars = corpus["valid"].numel()
+        raise ValueError(f"the valid split ({Path(corpus_dir) / 'valid.txt'}) has {chars:,} characters: too few for "
+                         f"eval.batch_size = {cfg.eval.batch_size} validation streams of at least 2 characters each; "
+                         + (f"lower eval.batch_size to at most {chars // 2} or use a longer valid split" if chars >= 2
+                            else "use a longer valid split"))
     valid = corpus["valid"][: t.eval_max_chars] if t.eval_max_chars else corpus["valid"]
     if t.eval_max_chars and valid.numel() < 2 * cfg.eval.batch_size <= corpus["valid"].numel():  # the setting's fault
         raise ValueError(f"train.eval_max_chars = {t.eval_max_chars} leaves {valid.numel():,} validation characters, "
                          f"too few for {cfg.eval.batch_size} evaluation streams of 2 or more; set it to at least "
                          f"{2 * cfg.eval.batch_size} (or 0: the whole valid split)")
-    batchify(valid, cfg.eval.batch_size, 1, "valid", evaluation=True)  # fail now, not after hours of training
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
     device = device if isinstance(device, torch.device) else resolve_device(device)
@@ -298,6 +332,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
             raise ValueError(f"cannot resume {last_path}: it holds weights only, not a training state (no "
                              f"{missing[0]}); best.pt is written that way — resume from the run's own last.pt")
         _check_resumable(ck["config"], cfg, last_path)
+        check_finite_weights(last_path, ck["model_state"])
         model.load_state_dict(ck["model_state"])
         optimizer.load_state_dict(ck["optimizer_state"])
         state = dict(ck["progress"])
@@ -346,6 +381,9 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     # train_bpc is averaged over the steps since the last log record: log_interval of them, fewer in the
     # first window after a resume (or at max_steps); each record says how many ("window_steps")
     window_loss, window_chars, window_seconds, window_steps = 0.0, 0, 0.0, 0
+    # the same since the last validation, for its log line (written whether or not the bar shows: to a log file
+    # the run said nothing between its start and its summary)
+    since_loss, since_chars, since_seconds = 0.0, 0, 0.0
     stop_at = t.max_steps if stop_after is None else min(t.max_steps, state["step"] + stop_after)
     while state["step"] < stop_at:
         if state["segment"] >= segments_per_epoch:
@@ -376,6 +414,8 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         window_chars += y.numel()
         window_seconds += seconds
         window_steps += 1
+        since_loss, since_chars, since_seconds = since_loss + loss_value * y.numel(), since_chars + y.numel(), \
+            since_seconds + seconds
         bar.update(1)
         if state["step"] % t.log_interval == 0 or state["step"] == t.max_steps:
             bar.set_postfix(bpc=f"{window_loss / window_chars / LN2:.3f}", chars_s=f"{window_chars / window_seconds:,.0f}",
@@ -387,6 +427,11 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         if state["step"] % t.eval_interval == 0 or state["step"] == t.max_steps:
             bpc = validate()
             bar.set_postfix(valid_bpc=f"{bpc:.3f}", best=f"{state['best_valid_bpc']:.3f}")
+            with bar.external_write_mode():  # the bar, if shown, is cleared and drawn again below the line
+                log(f"lm {cfg.model.embedding}: step {state['step']} train bpc "
+                    f"{since_loss / since_chars / LN2:.3f} valid bpc {bpc:.3f} (best {state['best_valid_bpc']:.3f}), "
+                    f"{since_chars / max(since_seconds, 1e-9):,.0f} chars/s")
+            since_loss, since_chars, since_seconds = 0.0, 0, 0.0
         if state["step"] % t.checkpoint_interval == 0 or state["step"] in (t.max_steps, stop_at):
             save_last()
     bar.close()
@@ -428,6 +473,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
         detail = " ".join(lines[1:]) if len(lines) > 1 else (lines[0] if lines else "")  # missing and unexpected keys
         detail = detail if len(detail) <= 300 else detail[:300] + " …"
         raise ValueError(f"checkpoint {checkpoint} weights do not match its config: {detail}") from None
+    check_finite_weights(checkpoint, ck["model_state"])
     model.to(device if isinstance(device, torch.device) else resolve_device(device))
     corpus = load_corpus(corpus_dir, splits)
     out = {"checkpoint": str(checkpoint), "step": ck.get("step", (ck.get("progress") or {}).get("step")),
@@ -438,6 +484,13 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     start = time.perf_counter()
     for split in splits:
         ids = corpus[split] if max_chars is None else corpus[split][:max_chars]
+        chars = corpus[split].numel()
+        if 2 <= chars < 2 * ev.batch_size:  # the batch size's fault, not --max-chars': name it and the file
+            raise ValueError(f"the {split} split ({Path(corpus_dir) / f'{split}.txt'}) has {chars:,} characters: too "
+                             f"few for {ev.batch_size} evaluation streams of at least 2 characters each; give "
+                             f"--batch-size {chars // 2} or less" + (
+                                 "" if (overrides or {}).get("batch_size") is not None else
+                                 f" (the checkpoint's eval.batch_size is {ev.batch_size})"))
         if max_chars is not None and ids.numel() < 2 * ev.batch_size < 2 * corpus[split].numel():
             raise ValueError(f"--max-chars {max_chars} leaves the {split} split {ids.numel():,} characters, too few "
                              f"for {ev.batch_size} evaluation streams of 2 or more; give at least "

@@ -20,7 +20,7 @@ from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
 from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
-from .language_model import LMConfig, evaluate_checkpoint, train_language_model
+from .language_model import SETTING_OPTIONS, LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
 EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe", "tpe")
@@ -126,7 +126,12 @@ def load_lm_config(source: str, overrides: Sequence[str] = (), **direct) -> LMCo
             raise ValueError(f"--config {source!r}: no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    data = merge_overrides(read_extended_toml(path, "lm"), dict(_parse_override(item) for item in overrides), LMConfig)
+    sets = dict(_parse_override(item) for item in overrides)
+    for key, value in direct.items():  # --embedding vanilla --set model.embedding=pe kept --embedding silently
+        if value is not None and key in sets and sets[key] != value:
+            raise ValueError(f"{SETTING_OPTIONS.get(key, key)} {value} and --set {key}={sets[key]} contradict each "
+                             "other; give one of them")
+    data = merge_overrides(read_extended_toml(path, "lm"), sets, LMConfig)
     data = merge_overrides(data, {k: v for k, v in direct.items() if v is not None}, LMConfig, "option")
     return config_from_dict(data, LMConfig, where=str(path))
 

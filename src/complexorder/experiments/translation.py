@@ -17,7 +17,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
@@ -28,8 +28,8 @@ from sacrebleu.metrics import BLEU
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..checkpoint import (append_jsonl, check_results_file, check_text_output, check_writable, drop_records_after,
-                          is_torch_file, load_checkpoint, save_checkpoint)
+from ..checkpoint import (append_jsonl, check_finite_weights, check_results_file, check_text_output, check_writable,
+                          drop_records_after, is_torch_file, load_checkpoint, save_checkpoint)
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
                       read_extended_toml)
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
@@ -37,6 +37,7 @@ from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
+from ..nn.functional import as_integer
 from .training import (EMBEDDING_ATTRIBUTES, check_finite_loss, count_parameters, cpu_state_dict, device_of,
                        parameter_groups, remove_stale_checkpoint_temporaries, run_directory_lock,
                        scale_frequency_lr)
@@ -246,8 +247,9 @@ RESUMABLE_CHANGES = ("train.max_steps", "train.max_epochs", "train.save_every_st
 
 
 def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, ...] = (),
-                        names: tuple[str, str] = ("in the checkpoint", "asked")) -> list[str]:
-    """``"key: A NAME_A, B NAME_B"`` for each setting that differs; ``names`` say where ``a`` and ``b`` come from."""
+                        names: tuple[str, str] | None = ("in the checkpoint", "asked")) -> list[str]:
+    """``"key: A NAME_A, B NAME_B"`` for each setting that differs; ``names`` say where ``a`` and ``b`` come from
+    (``None``: ``"key: A → B"``, the caller saying which is which)."""
     diffs = []
     for key in sorted(set(a) | set(b)):
         x, y = a.get(key), b.get(key)
@@ -256,7 +258,8 @@ def _config_differences(a: dict, b: dict, prefix: str = "", ignore: tuple[str, .
         if isinstance(x, dict) and isinstance(y, dict):
             diffs += _config_differences(x, y, f"{prefix}{key}.", ignore, names)
         elif x != y:
-            diffs.append(f"{prefix}{key}: {x!r} {names[0]}, {y!r} {names[1]}")
+            diffs.append(f"{prefix}{key}: {x!r} → {y!r}" if names is None else
+                         f"{prefix}{key}: {x!r} {names[0]}, {y!r} {names[1]}")
     return diffs
 
 
@@ -321,17 +324,31 @@ MAX_LENGTH_PENALTY = 10.0
 
 def check_decode(dc: DecodeConfig, where: str = "decode") -> None:
     """One-line errors for search settings that cannot give a translation; checked when training starts, so that
-    a checkpoint never carries them, and again before decoding with the command line's changes applied."""
-    for key, value in (("beam_size", dc.beam_size), ("batch_size", dc.batch_size)):
+    a checkpoint never carries them, and again before decoding (:func:`translate_sentences`, with the command
+    line's changes applied)."""
+    if not isinstance(dc, DecodeConfig):
+        raise TypeError(f"{where} must be a DecodeConfig, got {type(dc).__name__}")
+    _check_search(asdict(dc), f"{where}.")
+
+
+def _check_search(settings: dict[str, Any], prefix: str = "") -> None:
+    """The checks of :func:`check_decode` for the settings given (DecodeConfig's fields by name), each named
+    ``prefix + name``: a config's ``decode.beam_size`` and the search functions' ``beam_size`` share them."""
+    for key, meaning in (("beam_size", ""), ("batch_size", ""),
+                         ("max_len_b", " (output tokens allowed beyond max_len_a x source length)")):
+        if key not in settings:
+            continue
+        value = settings[key]
+        if as_integer(value) is None:  # 2.5 and True failed inside torch (repeat_interleave, range)
+            raise TypeError(f"{prefix}{key} must be an integer, at least 1{meaning}, got {value!r}")
         if value < 1:
-            raise ValueError(f"{where}.{key} must be at least 1, got {value}")
-    check_number(f"{where}.length_penalty", dc.length_penalty, low=-MAX_LENGTH_PENALTY, high=MAX_LENGTH_PENALTY,
-                 meaning=" (hypotheses are ranked by log p / length ** length_penalty; beyond this the power "
-                         "overflows for long outputs)")
-    check_number(f"{where}.max_len_a", dc.max_len_a, low=0.0, meaning=" (output tokens per source token)")
-    if dc.max_len_b < 1:
-        raise ValueError(f"{where}.max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source "
-                         f"length), got {dc.max_len_b}")
+            raise ValueError(f"{prefix}{key} must be at least 1{meaning}, got {value}")
+    if "length_penalty" in settings:
+        check_number(f"{prefix}length_penalty", settings["length_penalty"], low=-MAX_LENGTH_PENALTY,
+                     high=MAX_LENGTH_PENALTY, meaning=" (hypotheses are ranked by log p / length ** length_penalty; "
+                                                      "beyond this the power overflows for long outputs)")
+    if "max_len_a" in settings:
+        check_number(f"{prefix}max_len_a", settings["max_len_a"], low=0.0, meaning=" (output tokens per source token)")
 
 
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
@@ -344,6 +361,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (default: a GPU when torch sees one); checkpoints
     hold CPU weights (the optimiser state is mapped to the CPU when loaded).
     """
+    if not isinstance(config, TranslationConfig):  # a dict failed with an AttributeError
+        raise TypeError(f"config must be a TranslationConfig (from resolve_config, or config_from_dict(data, "
+                        f"TranslationConfig)), got {type(config).__name__}")
     device = device if isinstance(device, torch.device) else resolve_device(device)
     run_dir = Path(run_dir)
     with torch.device("meta"):  # every model setting checked now, not after the tokenizer has trained
@@ -371,10 +391,11 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
                              "the run's own last.pt, or start the run in a new --run-dir")
         # a checkpoint written before a setting existed had that setting's default: fill it in
         saved = config_to_dict(config_from_dict(resume["config"], TranslationConfig, where=f"{last_path} config"))
-        diffs = _config_differences(saved, cfg_dict, ignore=RESUMABLE_CHANGES)
-        if diffs:
-            raise ValueError(f"{last_path} was trained with another config ({diffs[0]}); "
-                             f"use another --run-dir or the same config")
+        diffs = _config_differences(saved, cfg_dict, ignore=RESUMABLE_CHANGES, names=None)
+        if diffs:  # all of them: one at a time took a failed resume per setting
+            raise ValueError(f"{last_path} was trained with another config (in the checkpoint → asked: "
+                             f"{'; '.join(diffs)}); use another --run-dir or the same config")
+        check_finite_weights(last_path, resume["model_state"])
     train_files = split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang)
     train_pairs = read_parallel(*train_files)
     if config.data.train_limit and config.data.train_limit < len(train_pairs):
@@ -398,6 +419,12 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     else:
         tokenizer = build_tokenizer(config.data.preprocessing, [s for pair in train_pairs for s in pair],
                                     vocab_size=config.data.vocab_size, min_frequency=config.data.min_frequency)
+        if config.data.preprocessing == "bpe" and tokenizer.vocab_size < config.data.vocab_size:
+            # sentencepiece stops when no pair is left to merge (hard_vocab_limit=False): never a silent change
+            built = tokenizer.vocab_size
+            log(f"{config.name}: note: data.vocab_size = {config.data.vocab_size:,} asked, but the training text "
+                f"gives a BPE vocabulary of {built:,} pieces only; training with {built:,} (the checkpoints record it "
+                f"as vocab_size)")
     encoded = _encode(tokenizer, train_pairs)
     keep, report = filter_training_pairs(train_pairs, encoded, config.data.max_tokens)
     size_note = "" if config.data.preprocessing == "bpe" else \
@@ -537,6 +564,7 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     ck = load_checkpoint(path, CHECKPOINT_KIND, required=("config", "tokenizer", "vocab_size", "model_state"),
                          writer="complexorder translate train")
     config = config_from_dict(ck["config"], TranslationConfig, where=f"{path} config")
+    check_finite_weights(path, ck["model_state"])
     try:
         tokenizer = tokenizer_from_state(ck["tokenizer"])
     except ValueError as exc:
@@ -583,14 +611,16 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
         return config_to_dict(config_from_dict(ck["config"], TranslationConfig, where=f"{path} config"))
 
     first = load_checkpoint(paths[0], CHECKPOINT_KIND)
+    check_finite_weights(paths[0], first["model_state"])  # NaN would spread into every averaged weight
     first_config = full_config(first, paths[0])
     sums = {k: v.double().clone() for k, v in first["model_state"].items()}
     for path in paths[1:]:
         ck = load_checkpoint(path, CHECKPOINT_KIND)
+        check_finite_weights(path, ck["model_state"])
         diffs = _config_differences(first_config, full_config(ck, path), ignore=RESUMABLE_CHANGES,
                                     names=(f"in {paths[0]}", f"in {path}"))
         if diffs:
-            raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({diffs[0]})")
+            raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({'; '.join(diffs)})")
         if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):
             raise ValueError(f"cannot average {paths[0]} and {path}: their tokenizers differ (trained on other data)")
         for k, v in ck["model_state"].items():
@@ -630,6 +660,7 @@ def _strip(ids: Sequence[int]) -> list[int]:
 @torch.no_grad()
 def greedy_search(model: TransformerSeq2Seq, src: Tensor, *, max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
     """Most probable next token at each step, decoded incrementally; ids without ``</s>``."""
+    _check_search({"max_len_a": max_len_a, "max_len_b": max_len_b})
     memory, src_pad = model.encode(src)
     limits = _limits(src_pad, max_len_a, max_len_b)
     tokens = src.new_full((src.shape[0],), BOS)
@@ -656,8 +687,8 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
     ``beam_size`` best others. A sentence is done with ``beam_size`` finished hypotheses; the
     best by ``log p / length ** length_penalty`` (length counting ``</s>``) is returned.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    _check_search({"beam_size": beam_size, "length_penalty": length_penalty, "max_len_a": max_len_a,
+                   "max_len_b": max_len_b})
     if beam_size > model.tgt_vocab_size:  # (100000 ran out of memory: the source is copied per beam)
         raise ValueError(f"beam_size must be at most the target vocabulary size, {model.tgt_vocab_size}, "
                          f"got {beam_size}")
@@ -695,9 +726,25 @@ def beam_search(model: TransformerSeq2Seq, src: Tensor, *, beam_size: int = 5, l
     return [max(f)[1] if f else [] for f in finished]
 
 
+def _check_sentences(name: str, sentences: Sequence[str]) -> None:
+    """A ``TypeError`` naming ``name`` unless ``sentences`` is a sequence of strings: a bare string was read as one
+    sentence per character."""
+    if isinstance(sentences, (str, bytes)):
+        raise TypeError(f"{name} must be a list of sentences (strings), got a single {type(sentences).__name__}; "
+                        f"pass [text] for one sentence")
+    bad = next((i for i, s in enumerate(sentences) if not isinstance(s, str)), None)
+    if bad is not None:
+        raise TypeError(f"{name}[{bad}] must be a string (one sentence), got {type(sentences[bad]).__name__}")
+
+
 def translate_sentences(model: TransformerSeq2Seq, tokenizer, sentences: Sequence[str], decode: DecodeConfig, *,
                         progress: bool = False) -> list[str]:
-    """Translate raw sentences (batched by length, in full: no source is truncated); empty lines stay empty."""
+    """Translate raw sentences (batched by length, in full: no source is truncated); empty lines stay empty.
+
+    ``sentences`` is a list of strings, one sentence each: a bare string is a ``TypeError`` (it was translated one
+    character at a time). ``decode`` is checked as :func:`check_decode` does (``decode.batch_size must be ...``)."""
+    _check_sentences("sentences", sentences)
+    check_decode(decode)
     model.eval()
     encoded = [tokenizer.encode(s) + [EOS] for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
@@ -734,11 +781,20 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, detoken
     - ``bleu``: detokenized, case-sensitive BLEU (sacrebleu's default, ``13a`` tokenization). Only
       for detokenized, true-cased hypotheses: with ``detokenized=False`` (the lower-cased word
       pre-processing) it is ``None`` and its signature says why.
-    - ``bleu_tok_lc``: tokenized (mteval-13a), lower-cased BLEU -- the figure the 2019 Multi30k
-      literature (and the paper's Table 5) reports.
+    - ``bleu_tok_lc``: tokenized (mteval-13a), lower-cased BLEU -- the kind of figure the 2019 Multi30k
+      literature (and the paper's Table 5) reports. It is sacrebleu with ``lowercase=True`` and its own 13a
+      tokenization of the raw sentences (signature ``case:lc|tok:13a``), not ``multi-bleu.perl`` over Moses-tokenized
+      text (not measured against each other here).
+
+    Each argument is a list of sentences, one string each, of equal lengths; a bare string (scored a character per
+    sentence) is a ``TypeError``, and no sentences at all a ``ValueError`` (BLEU of nothing is undefined).
     """
+    _check_sentences("hypotheses", hypotheses)
+    _check_sentences("references", references)
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:  # sacrebleu failed with an IndexError
+        raise ValueError("no sentences to score: hypotheses and references are empty")
     tok_lc = BLEU(lowercase=True)
     b = tok_lc.corpus_score(list(hypotheses), [list(references)])
     out = {"bleu": None, "bleu_signature": NO_DETOKENIZED_BLEU, "bleu_tok_lc": b.score,

@@ -32,7 +32,11 @@ def _parse_set(items: list[str]) -> dict:
 
 def _decode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam-size", type=int, help="beam size (1 = greedy; default: the checkpoint's config)")
-    p.add_argument("--length-penalty", type=float, help="hypothesis score = log p / length ** LENGTH_PENALTY")
+    # [-10, 10]: translation.MAX_LENGTH_PENALTY (not imported here: the command line starts without it)
+    p.add_argument("--length-penalty", type=float,
+                   help="hypothesis score = log p / length ** LENGTH_PENALTY, a number in [-10, 10]; 0 ranks by log p "
+                        "alone, larger values favour longer translations (default: the checkpoint's "
+                        "decode.length_penalty, 1.0 in the packaged configs)")
     p.add_argument("--batch-size", type=int, help="sentences per decoding batch")
 
 

@@ -260,7 +260,7 @@ class TransformerSeq2Seq(nn.Module):
         if config.nhead < 1 or config.d_model < 1:
             raise ValueError(f"model.d_model and model.nhead must be positive, got {config.d_model} and {config.nhead}")
         if config.d_model % config.nhead:
-            raise ValueError(f"d_model ({config.d_model}) must be divisible by nhead ({config.nhead})")
+            raise ValueError(f"model.d_model ({config.d_model}) must be divisible by model.nhead ({config.nhead})")
         for key in ("num_encoder_layers", "num_decoder_layers", "dim_feedforward"):
             if getattr(config, key) < 1:
                 raise ValueError(f"model.{key} must be a positive integer, got {getattr(config, key)}")
