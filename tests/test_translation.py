@@ -894,7 +894,7 @@ def test_a_run_saved_with_the_earlier_optimizer_groups_resumes_and_a_fresh_start
     ("train.betas", [0.9, 1.5], "train.betas[1] must be a finite number in [0, 1), got 1.5"),
     ("decode.max_len_b", -100, "decode.max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source "
                                "length), got -100"),  # was: every translation silently empty
-    ("decode.max_len_a", -1.0, "decode.max_len_a must be a finite number >= 0 (output tokens per source token), got -1.0"),
+    ("decode.max_len_a", -1.0, "decode.max_len_a must be a finite number in [0, 1000] (output tokens per source token), got -1.0"),
     ("decode.batch_size", 0, "decode.batch_size must be at least 1, got 0"),  # was: range() arg 3 must not be zero
     ("decode.beam_size", 0, "decode.beam_size must be at least 1, got 0"),
     ("decode.length_penalty", float("nan"), "decode.length_penalty must be a finite number in [-10, 10] (hypotheses "

@@ -92,9 +92,9 @@ LP = (" (hypotheses are ranked by log p / length ** length_penalty; beyond this 
     (lambda m, s: beam_search(m, s, beam_size=2.5), TypeError, "beam_size must be an integer, at least 1, got 2.5"),
     (lambda m, s: beam_search(m, s, beam_size=True), TypeError, "beam_size must be an integer, at least 1, got True"),
     (lambda m, s: beam_search(m, s, beam_size=2, max_len_a=-5.0, max_len_b=1), ValueError,  # empty hypotheses
-     "max_len_a must be a finite number >= 0 (output tokens per source token), got -5.0"),
+     "max_len_a must be a finite number in [0, 1000] (output tokens per source token), got -5.0"),
     (lambda m, s: greedy_search(m, s, max_len_a=-1.0), ValueError,
-     "max_len_a must be a finite number >= 0 (output tokens per source token), got -1.0"),
+     "max_len_a must be a finite number in [0, 1000] (output tokens per source token), got -1.0"),
     (lambda m, s: greedy_search(m, s, max_len_b=0), ValueError,
      "max_len_b must be at least 1 (output tokens allowed beyond max_len_a x source length), got 0"),
 ])
@@ -403,3 +403,16 @@ def test_the_length_penalty_help_gives_its_range_and_default(capsys):
     assert (f"a number in [-{MAX_LENGTH_PENALTY:g}, {MAX_LENGTH_PENALTY:g}]" in help_text
             and "(default: the checkpoint's decode.length_penalty, 1.0 in the packaged configs)" in help_text)
     assert resolve_config("cpu-complex-order").decode.length_penalty == 1.0
+
+
+def test_length_limits_that_overflow_are_refused():
+    """max_len_a = 1e300 (or max_len_b = 10**30) overflowed the int64 length limits: garbage limits, no error."""
+    from complexorder.experiments.translation import DecodeConfig, check_decode
+
+    with pytest.raises(ValueError, match=r"^decode\.max_len_a must be a finite number in \[0, 1000\] \(output tokens "
+                                         r"per source token\), got 1e\+300$"):
+        check_decode(DecodeConfig(max_len_a=1e300))
+    with pytest.raises(ValueError, match=rf"^decode\.max_len_b must be at most 1,000,000 \(output tokens allowed "
+                                         rf"beyond max_len_a x source length\), got {10**30}$"):
+        check_decode(DecodeConfig(max_len_b=10**30))
+    check_decode(DecodeConfig(max_len_a=1000.0, max_len_b=1_000_000))

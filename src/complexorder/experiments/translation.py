@@ -322,6 +322,13 @@ def _check_settings(config: TranslationConfig) -> None:
 MAX_LENGTH_PENALTY = 10.0
 
 
+#: The most output tokens per source token a search may allow (``max_len_a``): beyond, ``a * length`` overflowed
+#: the length limits' int64 (1e300 gave garbage limits), and no translation is a thousand times its source.
+MAX_LEN_A = 1000.0
+#: The most output tokens a search may allow beyond ``max_len_a`` x the source length (``max_len_b``), likewise.
+MAX_LEN_B = 1_000_000
+
+
 def check_decode(dc: DecodeConfig, where: str = "decode") -> None:
     """One-line errors for search settings that cannot give a translation; checked when training starts, so that
     a checkpoint never carries them, and again before decoding (:func:`translate_sentences`, with the command
@@ -343,12 +350,15 @@ def _check_search(settings: dict[str, Any], prefix: str = "") -> None:
             raise TypeError(f"{prefix}{key} must be an integer, at least 1{meaning}, got {value!r}")
         if value < 1:
             raise ValueError(f"{prefix}{key} must be at least 1{meaning}, got {value}")
+        if key == "max_len_b" and value > MAX_LEN_B:  # 10**30 overflowed the length limits' int64
+            raise ValueError(f"{prefix}max_len_b must be at most {MAX_LEN_B:,}{meaning}, got {value}")
     if "length_penalty" in settings:
         check_number(f"{prefix}length_penalty", settings["length_penalty"], low=-MAX_LENGTH_PENALTY,
                      high=MAX_LENGTH_PENALTY, meaning=" (hypotheses are ranked by log p / length ** length_penalty; "
                                                       "beyond this the power overflows for long outputs)")
     if "max_len_a" in settings:
-        check_number(f"{prefix}max_len_a", settings["max_len_a"], low=0.0, meaning=" (output tokens per source token)")
+        check_number(f"{prefix}max_len_a", settings["max_len_a"], low=0.0, high=MAX_LEN_A,  # 1e300 overflowed int64
+                     meaning=" (output tokens per source token)")
 
 
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
@@ -537,8 +547,9 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
         save(last_path, full=True)
         _prune(run_dir, tc.keep_last)
         bar.set_postfix(epoch=epoch, loss=f"{record['train_loss']:.3f}", valid_ppl=f"{record['valid_ppl']:.2f}")
-        log(f"{config.name}: epoch {epoch} step {state['step']} train loss {record['train_loss']:.3f} "
-            f"valid loss {record['valid_loss']:.3f} ppl {record['valid_ppl']:.2f}")
+        with bar.external_write_mode():  # the bar, if shown, is cleared and drawn again below the line
+            log(f"{config.name}: epoch {epoch} step {state['step']} train loss {record['train_loss']:.3f} "
+                f"valid loss {record['valid_loss']:.3f} ppl {record['valid_ppl']:.2f}")
     bar.close()
     # what was trained; not the resume position (``state`` holds the next epoch, and running sums reset to 0 at
     # an epoch's end, so a finished run of 100 epochs reported "epoch": 101 and "loss_sum": 0.0)
