@@ -499,6 +499,7 @@ def test_table4_describes_the_setting_its_records_ran():
     assert (f"Accuracy on the SST-2 test sentences (30) of the 1-layer Transformer classifier (d = {D}, inner {FF}, 2 "
             f"heads, no pretrained vectors) trained on the 60 SST-2 training sentences only (NOT the 67k phrases of the "
             f"paper: a CPU budget choice, see the config), with early stopping on dev (20);") in text
+    assert f"embedding of d = {D} complex dimensions holds 2 x V x {D} parameters" in text  # it said 256 too
     two = dataclasses.replace(grid, transformer=dataclasses.replace(grid.transformer, num_layers=2))
     records.append({**ablation_record(two, variants[0], 2, 0.8), "dataset": "SST2-sent", "train_size": 6920})
     text = render_table4(records)  # a record before stop 78 (no dev/test sizes) of the real data: the real files' sizes

@@ -692,6 +692,7 @@ def test_layer_sizes_must_be_positive_integers_numpy_ones_included():
     assert type(layers[1].out_channels) is int and type(layers[2].num_heads) is int
     assert layers[3].num_layers == 2 and type(layers[3].hidden_size) is int
     assert layers[4].normalized_shape == (8,) and type(layers[4].normalized_shape[0]) is int
+    assert cnn.ComplexLayerNorm(np.array([8, 2])).normalized_shape == (8, 2)  # as torch.nn.LayerNorm takes it
     stack = cnn.ComplexTransformerEncoder(layers[6], n(2))
     assert stack.num_layers == 2 and type(stack.num_layers) is int
     z = torch.randn(2, 5, 8, dtype=c)
@@ -788,6 +789,15 @@ def test_the_grid_api_checks_split_names_list_types_and_inspect_k(tmp_path):
         with pytest.raises(ValueError, match=exactly(f"k must be a positive integer (words per list; --top), got "
                                                      f"{k!r}")):
             inspect_checkpoint(tmp_path / "missing.pt", tmp_path / "out", k=k)
+    # a review: NumPy integers, a range and a tuple are taken (np.arange folds planned fine before the check)
+    import numpy as np
+
+    grid = GridConfig(datasets=("CR",), folds=np.arange(2), seeds=range(1, 3))
+    grid.validate()
+    assert grid.datasets == ["CR"] and grid.folds == [0, 1] and grid.seeds == [1, 2]
+    assert all(type(v) is int for v in grid.folds + grid.seeds)
+    with pytest.raises(FileNotFoundError):  # k = np.int64(5) passes its check; the missing file is next
+        inspect_checkpoint(tmp_path / "missing.pt", tmp_path / "out", k=np.int64(5))
 
 
 def test_a_module_moved_to_a_complex_dtype_is_named_with_the_fix():

@@ -934,9 +934,9 @@ def test_a_foreign_results_file_missing_data_and_vectors_of_another_dimension_fa
     lines = Path(grid.vectors).read_text().splitlines()
     lines[0] = lines[0].split()[0] + " 16"
     Path(grid.vectors).write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match=rf"^vectors file {grid.vectors} \(--vectors\) is not valid: line 2 \(word "
-                                         r"'\w+'\) has 8 values where 16 were expected \(the header's dimension; "
-                                         r"truncated\?\)$"):
+    with pytest.raises(ValueError, match=rf"^vectors file {grid.vectors} \(--vectors\) is not valid: its header "
+                                         r"declares dimension 16 but its first row, line 2 \(word '\w+'\), holds 8 "
+                                         r"values; correct the header's second number \(or the file is damaged\)$"):
         run_grid(grid, progress=False, log=lambda *_: None)
     assert not trained and not (tmp_path / "results.jsonl").exists()
     assert notes.read_text() == "# my notes\n\nsome text\nmore text\n"
@@ -1239,12 +1239,14 @@ def test_finished_units_of_other_data_are_never_taken_for_this_datas(tmp_path):
     with open(other / "classification" / "MR" / "rt-polarity.pos", "a") as fh:
         fh.write("good fun film good\n")
     now = dataset_digest("MR", other)
-    with pytest.raises(ValueError, match=rf"^{re.escape(grid.results)} holds 1 finished unit\(s\) of MR trained on "
-                                         rf"other data \(sha256 {expected[:12]}…; the files in "
-                                         rf"{re.escape(str(other / 'classification' / 'MR'))} give {now[:12]}…\): they "
-                                         r"would be taken as this data's; give another results file \(--results\), "
-                                         r"or remove their lines to re-run them$"):
+    message = (rf"^{re.escape(grid.results)} holds 1 finished unit\(s\) of MR trained on other data \(sha256 "
+               rf"{expected[:12]}…; the files in {re.escape(str(other / 'classification' / 'MR'))} give {now[:12]}…\): "
+               r"they would be taken as this data's; give another results file \(--results\), or remove their lines "
+               r"to re-run them$")
+    with pytest.raises(ValueError, match=message):
         run_grid(dataclasses.replace(grid, data_dir=str(other)), progress=False, log=lambda *_: None)
+    with pytest.raises(ValueError, match=message):  # a dry run says what the run would (it said "0 to run")
+        runner.dry_run_summary(dataclasses.replace(grid, data_dir=str(other)), plan_units(grid))
     # records written before stop 78 carry no digest: taken as they are
     lines = [json.loads(line) for line in open(grid.results)]
     for r in lines:

@@ -69,3 +69,6 @@ def test_complex_lstm_trains_compiled_as_eager_and_compiles_whole_without_gradie
     torch._dynamo.reset()
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(lstm, fullgraph=True, backend="aot_eager")(x)[0], ref)
+    torch._dynamo.reset()  # frozen weights, an input needing no gradient: nothing to record, one graph too
+    lstm.requires_grad_(False)
+    torch.testing.assert_close(torch.compile(lstm, fullgraph=True, backend="aot_eager")(x)[0], ref.detach())

@@ -370,9 +370,10 @@ def test_every_embedding_rejects_bad_tokens_and_positions(name):
         assert not torch.equal(out[0, 0], out[0, 1])
         # float positions alike: 2**24 + 1 in float64 became 2**24 in float32 unseen, and 1e30 had a meaningless phase
         for positions, shown in ((far.double(), "16777217"), (torch.tensor([0.0, 1e30]), "1.000000015e+30"),
-                                 (torch.tensor([-(2.0 ** 24) - 2, 0.0]), "16777218")):
+                                 (torch.tensor([-(2.0 ** 24) - 2, 0.0]), "-16777218")):
             with pytest.raises(ValueError, match=rf"^positions: float32 resolves positions only up to 2\*\*24 = "
-                                                 rf"16,777,216 \(beyond, neighbouring integers round to one value\), "
+                                                 rf"16,777,216 in magnitude \(beyond, neighbouring integers round to "
+                                                 rf"one value\), "
                                                  rf"got {re.escape(shown)}; use a float64 embedding \(\.double\(\)\), "
                                                  rf"or count positions from a nearer origin$"):
                 emb(torch.tensor([[1, 1]]), positions)

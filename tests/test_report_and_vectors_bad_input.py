@@ -304,12 +304,24 @@ def test_vectors_train_never_replaces_a_device_a_pipe_or_a_file_that_is_not_word
                                                    "vectors (and a .json provenance record beside them) go to a file")
     assert main(base + ["--out", str(results), "--force"]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --out {results} exists and is not a word-vectors "
-                                               "file (its first line is not a '<count> <dim>' header); only word "
-                                               "vectors are replaced: give another path")
+                                               "file (its first line is neither a '<count> <dim>' header nor a GloVe "
+                                               "row); only word vectors are replaced: give another path")
     assert corpus_reads == [] and pipe.is_fifo() and results.read_text() == '{"dataset": "CR", "accuracy": 0.8}\n'
     with pytest.raises(ValueError, match=f"^out {re.escape(str(pipe))} is not a regular file"):
         train_word2vec([["a", "b"]], pipe, dim=4, epochs=1)
     assert pipe.is_fifo()
+    # a review: GloVe vectors, an empty file and compressed vectors are word vectors to replace with --force
+    import gzip
+
+    glove, empty, packed = tmp_path / "g.txt", tmp_path / "e.txt", tmp_path / "v.txt.gz"
+    glove.write_text("good 0.1 0.2 0.3 0.4\n")
+    empty.write_bytes(b"")
+    packed.write_bytes(gzip.compress(b"1 4\ngood 0.1 0.2 0.3 0.4\n"))
+    for out in (glove, empty, packed):
+        assert main(base + ["--out", str(out), "--force"]) == 0, capsys.readouterr().err
+        text = gzip.decompress(out.read_bytes()).decode() if out.suffix == ".gz" else out.read_text()
+        assert text.split("\n", 1)[0].split()[1] == "4"  # word2vec text now, dimension 4 (.gz: gzip-compressed;
+        # it was plain text under a .gz name, which the loader then could not read)
 
 
 def test_compressed_vectors_are_read_as_gensim_reads_them(tmp_path):
@@ -340,3 +352,5 @@ def test_compressed_vectors_are_read_as_gensim_reads_them(tmp_path):
                                          r"\(Not a gzipped file \(b'5 '\)\); decompress it, or give the file another "
                                          r"name if it is not compressed$"):
         vectors_dimension(fake)
+    with pytest.raises(ValueError, match=r"cannot be read as gz-compressed"):  # the format given: a bare BadGzipFile
+        vectors_dimension(fake, "word2vec-text")

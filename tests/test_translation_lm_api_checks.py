@@ -416,3 +416,17 @@ def test_length_limits_that_overflow_are_refused():
                                          rf"beyond max_len_a x source length\), got {10**30}$"):
         check_decode(DecodeConfig(max_len_b=10**30))
     check_decode(DecodeConfig(max_len_a=1000.0, max_len_b=1_000_000))
+
+
+def test_the_search_functions_take_numpy_and_one_element_tensor_settings_as_before():
+    """A review of stop 78's checks: np.float32(0.6) and torch.tensor(1.5) decoded before the shared check and were
+    then refused as out of range (check_number takes int and float only)."""
+    import numpy as np
+
+    model, _, _ = tiny_translator()
+    src = torch.tensor([[4, 5, 6, 3], [7, 8, 3, 0]])
+    plain = beam_search(model, src, beam_size=2, length_penalty=0.6, max_len_a=1.5, max_len_b=3)
+    assert beam_search(model, src, beam_size=np.int64(2), length_penalty=np.float32(0.6),
+                       max_len_a=torch.tensor(1.5), max_len_b=torch.tensor(3)) == plain
+    assert greedy_search(model, src, max_len_a=np.float64(1.5), max_len_b=np.int32(3)) == \
+        greedy_search(model, src, max_len_a=1.5, max_len_b=3)

@@ -113,23 +113,26 @@ def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda
 
 
 def check_vectors_out(out: str | Path, name: str = "out", force: bool = True) -> None:
-    """A one-line error unless ``out`` may take new word vectors: missing, or (with ``force``) a regular file that
-    holds word vectors in word2vec text or binary form (a ``<count> <dim>`` first line). A device or pipe would be
-    replaced by a regular file (the vectors are written beside it and renamed over it: ``--out /dev/null`` as root
-    removed the device), and a results file or a config would be lost."""
+    """A one-line error unless ``out`` may take new word vectors: missing, or (with ``force``) a regular file that is
+    empty or holds word vectors (a word2vec ``<count> <dim>`` header or a GloVe row as its first line, compressed or
+    not). A device or pipe would be replaced by a regular file (the vectors are written beside it and renamed over
+    it: ``--out /dev/null`` as root removed the device), and a results file or a config would be lost."""
     out = Path(out)
     if not out.exists() or out.is_dir():  # a directory: check_writable names it
         return
     if not out.is_file():
         raise ValueError(f"{name} {out} is not a regular file; word vectors (and a .json provenance record beside "
                          "them) go to a file")
-    if not force:
+    if not force or out.stat().st_size == 0:  # an empty file: nothing to lose
         return
-    with out.open("rb") as fh:
-        first = fh.readline(256).split()
-    if not (len(first) == 2 and all(part.isdigit() for part in first)):
-        raise ValueError(f"{name} {out} exists and is not a word-vectors file (its first line is not a '<count> <dim>' "
-                         "header); only word vectors are replaced: give another path")
+    try:
+        first = _read_head(out)[0].split()
+    except ValueError:  # named .gz but not compressed: not vectors either
+        first = []
+    header = len(first) == 2 and all(part.isdigit() for part in first)
+    if not (header or (len(first) > 2 and all(_is_number(part) for part in first[1:]))):
+        raise ValueError(f"{name} {out} exists and is not a word-vectors file (its first line is neither a '<count> "
+                         "<dim>' header nor a GloVe row); only word vectors are replaced: give another path")
 
 
 def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 300, epochs: int = 5, window: int = 5,
@@ -146,6 +149,7 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
     from gensim.models import Word2Vec
 
     check_word2vec_settings(dim, epochs, min_count, option, seed=seed, workers=workers)
+    check_vectors_out(out, option("out"))  # before the training, not after it
     if not sentences:
         raise ValueError("no sentences to train word vectors on")
     counts = collections.Counter(w for s in sentences for w in s)
@@ -159,10 +163,11 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
         model = Word2Vec(sentences=sentences, vector_size=dim, window=window, min_count=min_count,  # was NumPy's
                          sg=1, negative=negative, epochs=epochs, seed=seed, workers=workers)  # "Unable to allocate"
     out = Path(out)
-    check_vectors_out(out, option("out"))
     check_writable(out, "vectors file")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    # the temporary file ends as the output does: gensim compresses by the suffix (.gz, .bz2), and a ".tmp" name
+    # wrote plain text into a file named .gz, which nothing then read
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-1:]))
     os.close(fd)
     try:
         model.wv.save_word2vec_format(tmp, binary=False)
@@ -201,16 +206,21 @@ def _open_binary(path: Path):
     return path.open("rb")
 
 
-def _sniff_format(path: Path) -> str:
+def _read_head(path: Path) -> tuple[bytes, bytes]:
+    """A vectors file's first line and up to 4096 bytes after it, decompressed by the file's suffix; a file named
+    ``.gz``/``.bz2`` that is not so compressed is a one-line error."""
     try:
         with _open_binary(path) as fh:
-            head = fh.readline()
-            second = fh.read(4096)
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+            return fh.readline(), fh.read(4096)
+    except (EOFError, zlib.error, OSError) as exc:  # gzip.BadGzipFile is an OSError
         if path.suffix not in (".gz", ".bz2"):
             raise
         raise ValueError(f"vectors file {path} cannot be read as {path.suffix[1:]}-compressed ({exc}); decompress "
                          "it, or give the file another name if it is not compressed") from None
+
+
+def _sniff_format(path: Path) -> str:
+    head, second = _read_head(path)
     try:
         first = head.decode("utf-8").split()
     except UnicodeDecodeError:
@@ -237,8 +247,7 @@ def vectors_dimension(path: str | Path, fmt: str = "auto") -> int:
     the word2vec header's second number, or a GloVe line's number of values). Errors as :func:`load_word_vectors`."""
     path = Path(path)
     fmt = _sniff_format(path) if fmt == "auto" else fmt
-    with _open_binary(path) as fh:
-        first = fh.readline().decode("utf-8", errors="replace").split()
+    first = _read_head(path)[0].decode("utf-8", errors="replace").split()
     if fmt == "glove" and len(first) > 2:
         return len(first) - 1
     if fmt != "glove" and len(first) == 2 and all(f.isdigit() for f in first):
@@ -301,6 +310,9 @@ def _text_rows_problem(path: Path, fmt: str, notes: list[str] | None = None, val
             if dim is None:
                 dim = len(parts) - 1
             word = parts[0] if len(parts[0]) <= 40 else parts[0][:40] + " …"
+            if len(parts) - 1 != dim and fmt == "word2vec-text" and rows == 0:  # the header, or the first row?
+                return (f"its header declares dimension {dim} but its first row, line {number} (word {word!r}), holds "
+                        f"{len(parts) - 1} values; correct the header's second number (or the file is damaged)")
             if len(parts) - 1 != dim:
                 return (f"line {number} (word {word!r}) has {len(parts) - 1} values where {dim} were expected "
                         f"({'the header' if fmt == 'word2vec-text' else 'the first row'}'s dimension; truncated?)")

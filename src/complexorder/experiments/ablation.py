@@ -121,8 +121,10 @@ def render_table4(records: list[dict], commands: list[str] | None = None) -> str
     out += _further_rows(by_variant)
     out += _paired_tests(by_variant)
     if vocab:
+        dims = " / ".join(sorted({str(r["config"]["settings"].get("embedding_dim")) for r in records}, key=int))
         out += [f"Our vocabulary (training data, Kim tokenisation) has {', '.join(map(str, vocab))} entries, so the "
-                "embedding of d = 256 complex dimensions holds 2 x V x 256 parameters by default; the paper does not give "
+                f"embedding of d = {dims} complex dimensions holds 2 x V x {'d' if '/' in dims else dims} parameters by "
+                "default; the paper does not give "
                 "its vocabulary size, and its counts are not reproducible from the text (e.g. its shared-W rows save "
                 "about 1.05M parameters where sharing W^Q, W^K, W^V of one layer saves 3 x 256 x 256 + 3 x 256 ≈ 0.2M), "
                 "so compare the differences between rows rather than the absolute counts.", ""]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -37,7 +38,7 @@ from ..environment import bars_off, cpu_info, resolve_device
 from ..errors import naming_out_of_memory
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
-from ..nn.functional import ATTENTION_SCORES
+from ..nn.functional import ATTENTION_SCORES, as_integer
 from .training import LOSSES, count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
@@ -246,12 +247,17 @@ class GridConfig:
     def validate(self) -> None:
         for key in ("datasets", "models", "embeddings", "folds", "seeds"):  # the Python API: "CR" iterated as C, R
             value = getattr(self, key)
-            if not isinstance(value, (list, tuple)):
+            if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
                 raise ValueError(f"{key} must be a list (config `{key}` / --{key}), got {value!r}")
-        for key in ("folds", "seeds"):
-            bad = [v for v in getattr(self, key) if isinstance(v, bool) or not isinstance(v, int)]
+            if not isinstance(value, list):  # a tuple, a range, a NumPy array: the list it holds
+                setattr(self, key, list(value))
+        for key in ("folds", "seeds"):  # NumPy integers (np.arange) taken as ints, as everywhere
+            values = getattr(self, key)
+            numbers = [as_integer(v) for v in values]
+            bad = [v for v, n in zip(values, numbers) if n is None]
             if bad:
                 raise ValueError(f"{key} must hold integers (config `{key}` / --{key}), got {bad[0]!r}")
+            setattr(self, key, numbers)
         resolve_device(self.device, "device (config `device` / --device)")
         for key, valid in (("datasets", DATASETS), ("models", CLASSIFIERS)):  # was "0 units ... 0 to run", exit 0
             if not getattr(self, key):
@@ -645,7 +651,8 @@ def dry_run_summary(grid: GridConfig, units: list, log=lambda *_: None) -> tuple
     and the units still to run. ``log`` gets what reading the file says (skipped malformed lines), as a run's."""
     path = Path(grid.results)
     finished = _read_results_file(path, log) if path.is_file() else []
-    todo = units_to_run(grid, units, finished)[0]
+    todo, keys = units_to_run(grid, units, finished)
+    _check_finished_data(finished, keys, _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format), path)
     return _plan_line(grid, units, todo), todo
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -338,6 +339,16 @@ def check_decode(dc: DecodeConfig, where: str = "decode") -> None:
     _check_search(asdict(dc), f"{where}.")
 
 
+def _as_real(value: Any) -> Any:
+    """A NumPy real or a one-element real tensor as a Python float (the search computes with them as such);
+    anything else (a bool, a string) unchanged, for the check to name."""
+    if isinstance(value, Tensor) and value.numel() == 1 and not (value.is_complex() or value.dtype == torch.bool):
+        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
 def _check_search(settings: dict[str, Any], prefix: str = "") -> None:
     """The checks of :func:`check_decode` for the settings given (DecodeConfig's fields by name), each named
     ``prefix + name``: a config's ``decode.beam_size`` and the search functions' ``beam_size`` share them."""
@@ -352,6 +363,7 @@ def _check_search(settings: dict[str, Any], prefix: str = "") -> None:
             raise ValueError(f"{prefix}{key} must be at least 1{meaning}, got {value}")
         if key == "max_len_b" and value > MAX_LEN_B:  # 10**30 overflowed the length limits' int64
             raise ValueError(f"{prefix}max_len_b must be at most {MAX_LEN_B:,}{meaning}, got {value}")
+    settings = {k: _as_real(v) for k, v in settings.items()}  # np.float32(0.6) and tensor(0.6) decode as before
     if "length_penalty" in settings:
         check_number(f"{prefix}length_penalty", settings["length_penalty"], low=-MAX_LENGTH_PENALTY,
                      high=MAX_LENGTH_PENALTY, meaning=" (hypotheses are ranked by log p / length ** length_penalty; "

@@ -7,7 +7,8 @@ norm (see :class:`complexorder.nn.ComplexTransformerEncoderLayer`).
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Iterable
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -40,7 +41,13 @@ class ComplexLayerNorm(nn.Module):
                  device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(elementwise_affine=elementwise_affine)
-        shape = normalized_shape if isinstance(normalized_shape, (tuple, list, torch.Size)) else (normalized_shape,)
+        if CF.as_integer(normalized_shape) is not None:  # one size (an int, a NumPy or 0-d tensor integer)
+            shape: Any = (normalized_shape,)
+        else:  # a sequence, as torch.nn.LayerNorm takes (np.array([4]) too)
+            try:
+                shape = list(cast(Iterable, normalized_shape))
+            except TypeError:
+                shape = [normalized_shape]
         sizes = [CF.as_integer(n) for n in shape]
         if not sizes or any(n is None or n < 1 for n in sizes):
             raise ValueError(f"normalized_shape must be a positive integer or a non-empty sequence of them, got "

@@ -21,14 +21,16 @@ def _lstm_eager(*args) -> tuple[Tensor, Tensor, Tensor]:
     return torch.lstm(*args)
 
 
-def _lstm(*args) -> tuple[Tensor, Tensor, Tensor]:
-    """``torch.lstm``, run outside ``torch.compile``'s graph when gradients are on: its traced backward fails
-    (aot_autograd: "expected all tensors_saved_with_vc_check to be Tensors"; inductor: "expected Tensor() for op
-    mkldnn_rnn_layer"), so it is a graph break there, as ``torch.nn.LSTM`` is (dynamo runs those eagerly). Without
-    gradients it traces, and ``fullgraph=True`` works."""
-    if torch.is_grad_enabled() and torch.compiler.is_compiling():
-        return _lstm_eager(*args)
-    return torch.lstm(*args)
+def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
+    """``torch.lstm(x, *args)``, run outside ``torch.compile``'s graph when it records gradients: its traced backward
+    fails (aot_autograd: "expected all tensors_saved_with_vc_check to be Tensors"; inductor: "expected Tensor() for
+    op mkldnn_rnn_layer"), so it is a graph break there, as ``torch.nn.LSTM`` is (dynamo runs those eagerly). Without
+    gradients (``no_grad``, or frozen weights and an input that needs none) it traces, and ``fullgraph=True`` works."""
+    if torch.compiler.is_compiling() and torch.is_grad_enabled() and (
+            x.requires_grad or any(t.requires_grad for t in args if isinstance(t, Tensor))
+            or any(t.requires_grad for group in args if isinstance(group, (list, tuple)) for t in group)):
+        return _lstm_eager(x, *args)
+    return torch.lstm(x, *args)
 
 
 def complex_lstm_block_weight(weight_real: Tensor, weight_imag: Tensor | None) -> Tensor:
