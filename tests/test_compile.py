@@ -72,3 +72,14 @@ def test_complex_lstm_trains_compiled_as_eager_and_compiles_whole_without_gradie
     torch._dynamo.reset()  # frozen weights, an input needing no gradient: nothing to record, one graph too
     lstm.requires_grad_(False)
     torch.testing.assert_close(torch.compile(lstm, fullgraph=True, backend="aot_eager")(x)[0], ref.detach())
+
+
+def test_importing_the_package_does_not_load_dynamo():
+    """Stop 78: a module-level torch.compiler.disable imported torch._dynamo, inductor and sympy with the package
+    (about 1.2 s, and a directory made under /tmp); the disabled kernel is now made at the first compiled call."""
+    import subprocess
+    import sys
+
+    code = "import sys, complexorder, complexorder.nn; print('torch._dynamo' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

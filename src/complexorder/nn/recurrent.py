@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -16,9 +16,15 @@ from .linear import init_complex_pair
 __all__ = ["ComplexLSTM", "complex_lstm_block_weight"]
 
 
-@torch.compiler.disable
+_LSTM_EAGER: Any = None  # torch.lstm behind torch.compiler.disable, made at the first compiled call: made at
+# import, it imported torch._dynamo (and inductor, sympy) with the package, doubling `import complexorder`'s time
+
+
 def _lstm_eager(*args) -> tuple[Tensor, Tensor, Tensor]:
-    return torch.lstm(*args)
+    global _LSTM_EAGER
+    if _LSTM_EAGER is None:
+        _LSTM_EAGER = torch.compiler.disable(torch.lstm)
+    return _LSTM_EAGER(*args)
 
 
 def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
