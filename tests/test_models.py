@@ -302,7 +302,8 @@ def test_the_demo_separates_order_aware_from_order_blind_embeddings(capsys):
     assert main(["demo", "--embeddings", "none,complex-order", "--epochs", "4", "--train-size", "1000",
                  "--no-progress"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("Word-order task: is A before B? 1000 training sequences")
+    assert lines[0].startswith("Word-order task: is A before B? 1,000 training sequences of length 6-14, 4 epochs; "
+                               "1,000 test sequences.")
     assert lines[1] == "| embedding | test accuracy | parameters | seconds |"
     rows = {cells[1].strip(): float(cells[2]) for cells in (line.split("|") for line in lines[3:])}
     assert set(rows) == {"none", "complex-order"}
@@ -310,7 +311,8 @@ def test_the_demo_separates_order_aware_from_order_blind_embeddings(capsys):
     for argv, message in ((["--embeddings", "none,wave"], "--embeddings: unknown embedding 'wave'; valid names: "
                                                           "none, pe, tpe, complex-vanilla, complex-order"),
                           (["--embeddings", "pe, none,pe"], "--embeddings: 'pe' given more than once in 'pe, none,pe'"),
-                          (["--epochs", "0"], "--epochs and --train-size must be positive")):
+                          (["--epochs", "0"], "--epochs must be a positive integer, got 0"),
+                          (["--train-size", "-3"], "--train-size must be a positive integer, got -3")):
         assert main(["demo"] + argv) == 2
         assert capsys.readouterr().err.strip() == f"complexorder: error: {message}"
 
@@ -473,3 +475,30 @@ def test_demo_rows_do_not_depend_on_what_ran_before_them():
     alone = run_demo(config, ("complex-order",), progress=False)[0]
     after = run_demo(config, ("tpe", "complex-order"), progress=False)[1]
     assert (alone["test_accuracy"], alone["dev_accuracy"]) == (after["test_accuracy"], after["dev_accuracy"])
+
+
+def test_an_interrupted_demo_keeps_the_rows_it_finished(capsys, monkeypatch):
+    """Stop 78 (an audit): the table was printed only at the end, so Ctrl-C after two models printed no row while
+    saying 'finished results are kept'; rows now print as each model finishes. The header gives the test set's
+    majority rate, the bar a model blind to order cannot pass (it said 0.5)."""
+    from complexorder.cli import main
+    from complexorder.experiments import demo
+
+    real, calls = demo.train_classifier, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(demo, "train_classifier", interrupted)
+    assert main(["demo", "--embeddings", "none,pe", "--epochs", "1", "--train-size", "100", "--no-progress"]) == 130
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    majority = demo.test_majority_rate(demo.DemoConfig())
+    assert lines[0].endswith(f"at most {majority:.3f}, always answering the test set's more frequent label.")
+    assert 0.5 < majority < 0.6  # 1,000 test sequences of seed 2
+    assert lines[1:3] == ["| embedding | test accuracy | parameters | seconds |", "|---|---:|---:|---:|"]
+    assert len(lines) == 4 and lines[3].startswith("| none | ")
+    assert out.err.strip() == "complexorder: interrupted; the rows above are the embeddings that finished"

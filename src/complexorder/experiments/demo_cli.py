@@ -8,7 +8,7 @@ import dataclasses
 from ..config import check_no_repeats, check_seed
 from ..embeddings import EMBEDDINGS
 from ..environment import NO_PROGRESS_HELP, set_threads
-from .demo import DemoConfig, format_demo_table, run_demo
+from .demo import DEMO_TABLE_HEADER, DemoConfig, format_demo_row, run_demo, test_majority_rate
 
 #: the largest --train-size (the default is 4,000)
 MAX_TRAIN_SIZE = 1_000_000
@@ -40,16 +40,21 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         raise ValueError(f"--embeddings: {args.embeddings!r} names nothing; valid names: {', '.join(EMBEDDINGS)}")
     check_no_repeats(names, args.embeddings, "embeddings")  # each would train and print twice
-    if args.epochs <= 0 or args.train_size <= 0:
-        raise ValueError("--epochs and --train-size must be positive")
+    for option, value in (("--epochs", args.epochs), ("--train-size", args.train_size)):
+        if value <= 0:  # it said "--epochs and --train-size must be positive", naming neither
+            raise ValueError(f"{option} must be a positive integer, got {value}")
     if args.train_size > MAX_TRAIN_SIZE:  # built in memory at once: 10**11 ran until killed, with no output
         raise ValueError(f"--train-size must be at most {MAX_TRAIN_SIZE:,} (the demo builds its sequences in memory; "
                          f"the default {DemoConfig.train_size:,} trains in under a minute), got {args.train_size:,}")
     check_seed("--seed", args.seed)  # the grids', translation's and the LM's seeds stay below 2**32 too
     set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
-    print(f"Word-order task: is A before B? {config.train_size} training sequences of length "
-          f"{config.min_len}-{config.max_len}; a bag of words cannot beat 0.5.")
-    rows = run_demo(config, names, progress=not args.no_progress)
-    print(format_demo_table(rows))
+    print(f"Word-order task: is A before B? {config.train_size:,} training sequences of length "
+          f"{config.min_len}-{config.max_len}, {config.epochs} epochs; {config.test_size:,} test sequences. Both labels "
+          f"hold the same words, so a model blind to order stays at chance: at most {test_majority_rate(config):.3f}, "
+          "always answering the test set's more frequent label.")
+    print(DEMO_TABLE_HEADER, flush=True)
+    # each row as its model finishes: an interrupted demo keeps what it printed (it printed nothing before the end)
+    args.on_interrupt = lambda: "the rows above are the embeddings that finished"
+    run_demo(config, names, progress=not args.no_progress, on_row=lambda row: print(format_demo_row(row), flush=True))
     return 0
