@@ -675,8 +675,11 @@ def _check_finished_data(finished: list[dict], keys: set, cache: _Cache, results
                              f"re-run them")
 
 
-def run_grid(grid: GridConfig, progress: bool = True, log=print, command: str | None = None) -> list[dict]:
+def run_grid(grid: GridConfig, progress: bool = True, log=tqdm.write, command: str | None = None) -> list[dict]:
     """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
+
+    ``log`` takes each line it reports (default: standard output through ``tqdm.write``, which keeps the progress
+    bars on standard error whole; ``print`` cut through them).
 
     ``command`` (the command line that asked for the run) is stored with each result.
     """
