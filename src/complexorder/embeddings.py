@@ -398,6 +398,8 @@ class WordEmbedding(nn.Module):
         return F.embedding(tokens, self.weight, self.padding_idx, sparse=self.sparse)
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """The word vectors alone (positions are validated and ignored): ``tokens [*, L]`` -> real
+        ``[*, L, embedding_dim]``."""
         if positions is not None:
             _resolve_positions(tokens, positions, _position_dtype(self.weight.dtype), used=False)  # validate only
         return self.embed_words(tokens)
@@ -446,6 +448,8 @@ class LearnedPositionalEmbedding(WordEmbedding):
             nn.init.normal_(self.position_weight, std=0.1)
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """Word vector plus a learned position vector: ``tokens [*, L]`` -> real ``[*, L, embedding_dim]``;
+        ``positions`` (optional, integers in ``[0, max_positions)``) broadcast to ``tokens``, default ``0..L-1``."""
         words = self.embed_words(tokens)
         if positions is None and tokens.dim() and tokens.shape[-1] > self.max_positions:
             raise ValueError(f"sequence length {tokens.shape[-1]} exceeds max_positions={self.max_positions} of "
@@ -494,6 +498,8 @@ class SinusoidalPositionalEmbedding(WordEmbedding):
         self.position_scale = float(position_scale)
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """Word vector plus the sinusoidal encoding (Vaswani et al.): ``tokens [*, L]`` -> real
+        ``[*, L, embedding_dim]``; ``positions`` (optional) broadcast to ``tokens``, default ``0..L-1``."""
         words = self.embed_words(tokens)
         pos = _resolve_positions(tokens, positions, _position_dtype(words.dtype))
         pe = sinusoidal_position_encoding(pos, self.embedding_dim).to(words.dtype)
@@ -728,6 +734,10 @@ class ComplexOrderEmbedding(nn.Module):
         return [p for p in (self.amplitude, self.frequency, self.initial_phase) if p is not None and p.shape[0] != 1]
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """Eq. 5 at ``positions``: ``tokens [*, L]`` (integer ids) -> complex ``[*, L, embedding_dim]``.
+
+        ``positions`` (optional) broadcasts to ``tokens``; default ``first_position + 0..L-1`` along the last axis.
+        See the class docstring for the shapes and :func:`build_embedding` for the family."""
         _check_tokens(tokens, self.num_embeddings)
         dtype = self.amplitude.dtype
         _check_complex_form("ComplexOrderEmbedding", dtype)
@@ -841,6 +851,8 @@ class ComplexVanillaEmbedding(nn.Module):
         return [self.amplitude, self.phase] if self.sparse else []
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """``r_j e^{i θ_j}`` for each token (positions are validated and ignored): ``tokens [*, L]`` -> complex
+        ``[*, L, embedding_dim]``."""
         _check_tokens(tokens, self.num_embeddings)
         _check_complex_form("ComplexVanillaEmbedding", self.amplitude.dtype)  # a module moved with .to(bfloat16)
         if positions is not None:

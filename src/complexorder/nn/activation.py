@@ -60,6 +60,7 @@ class SplitActivation(nn.Module):
             raise TypeError(f"activation must be a name or a callable, got {type(activation).__name__}")
 
     def forward(self, input: Tensor) -> Tensor:
+        """``f(Re z) + i f(Im z)``: complex in, complex out (same shape)."""
         return CF.split_activation(input, self.fn)
 
     def extra_repr(self) -> str:
@@ -88,6 +89,8 @@ class ComplexDropout(nn.Module):
         self.p = p
 
     def forward(self, input: Tensor) -> Tensor:
+        """Zeroes whole complex entries with probability ``p`` in training (one mask for both parts), scaling the
+        rest by ``1 / (1 - p)``; the identity in eval mode."""
         return CF.complex_dropout(input, self.p, self.training)
 
     def extra_repr(self) -> str:
@@ -115,6 +118,7 @@ class Modulus(nn.Module):
         self.eps = eps
 
     def forward(self, input: Tensor) -> Tensor:
+        """``|z|``: complex in, real out (same shape)."""
         return CF.modulus(input, self.eps)
 
     def extra_repr(self) -> str:

@@ -82,6 +82,7 @@ class ComplexLinear(nn.Module):
         return torch.complex(self.weight_real, self.weight_real if self.weight_imag is None else self.weight_imag)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``W z + b`` with complex ``W = A + iB``: complex ``[*, in_features]`` -> ``[*, out_features]``."""
         if isinstance(input, Tensor) and (input.dim() == 0 or input.shape[-1] != self.in_features):
             raise ValueError(f"ComplexLinear expects input [..., {self.in_features}], got {list(input.shape)}")
         return CF.complex_linear(input, self.weight_real, self.weight_imag, self.bias_real, self.bias_imag)

@@ -70,6 +70,7 @@ class ComplexLayerNorm(nn.Module):
             nn.init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Layer norm of the real and imaginary parts separately over ``normalized_shape``: complex in, complex out."""
         n = len(self.normalized_shape)
         if isinstance(input, Tensor) and (input.dim() < n or tuple(input.shape[input.dim() - n:]) != self.normalized_shape):
             raise ValueError(f"ComplexLayerNorm expects input [..., {', '.join(map(str, self.normalized_shape))}], "
@@ -111,6 +112,7 @@ class ComplexBatchNorm1d(nn.Module):
         self.imag.reset_parameters()
 
     def forward(self, input: Tensor) -> Tensor:
+        """Batch norm of each part with its own statistics: complex ``[N, C]`` or ``[N, C, L]`` in, the same out."""
         CF._require_complex("input", input)
         if input.dim() not in (2, 3) or input.shape[1] != self.real.num_features:
             c = self.real.num_features

@@ -198,6 +198,9 @@ class ComplexLSTM(nn.Module):
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None,
                 lengths: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Eq. 12 over a sequence: complex ``input`` ``[B, L, input_size]`` (``batch_first``), ``[L, B, *]`` or
+        unbatched ``[L, *]``; ``hx`` an optional complex ``(h_0, c_0)``; ``lengths`` an optional ``[B]`` of true
+        lengths (packed inside). Returns ``(output, (h_n, c_n))`` as :class:`torch.nn.LSTM` does, complex."""
         _require_complex("input", input)
         _require_matching_dtype(input, self.weight_ih_real)
         if input.dim() not in (2, 3) or input.shape[-1] != self.input_size:

@@ -146,6 +146,9 @@ class ComplexTransformerEncoderLayer(nn.Module):
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:
+        """Self-attention then feed-forward, each with a residual and a norm: complex ``src`` ``[B, L, d_model]``
+        (``batch_first``), ``[L, B, d_model]`` or unbatched ``[L, d_model]``; masks as
+        :class:`torch.nn.TransformerEncoderLayer`."""
         x = src
         if self.norm_first:
             x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -245,6 +248,9 @@ class ComplexTransformerDecoderLayer(nn.Module):
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
+        """Causal self-attention, cross-attention over ``memory``, feed-forward: complex ``tgt`` and ``memory`` in
+        the layer's layout; masks as :class:`torch.nn.TransformerDecoderLayer`; ``cache`` (a dict, keyword only)
+        for step-wise decoding."""
         _check_cache(cache)
         if isinstance(tgt, Tensor) and isinstance(memory, Tensor) and tgt.dim() == memory.dim() == 3:
             b = 0 if self.self_attn.batch_first else 1
@@ -314,6 +320,7 @@ class ComplexTransformerEncoder(nn.Module):
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:
+        """The layers in order (then ``norm``), each with the same masks: as :class:`torch.nn.TransformerEncoder`."""
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=is_causal)
@@ -363,6 +370,7 @@ class ComplexTransformerDecoder(nn.Module):
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False, *, cache: dict | None = None) -> Tensor:
+        """The layers in order (then ``norm``); ``cache`` holds one decoding cache per layer."""
         _check_cache(cache)
         x = tgt
         for i, layer in enumerate(self.layers):
