@@ -913,3 +913,12 @@ def test_report_figure_empty_still_means_no_figure(tmp_path):
 
     argv = ["report", "--results", "r.jsonl", "--figure", ""]
     assert empty_value_problem(build_parser(argv).parse_args(argv), argv) is None
+
+
+def test_python_dash_m_runs_the_command():
+    """`python -m complexorder` said "No module named complexorder.__main__"."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "complexorder", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("complexorder ")
