@@ -127,7 +127,7 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
     # checked after the cast: a finite float64 (or a large integer in half precision) may become inf. One reduction
     # and one host read in the common case (max propagates NaN, and inf is the largest |value|)
     if (positions.is_floating_point() or out.dtype in (torch.float16, torch.bfloat16)) and out.numel():
-        largest = float(out.abs().max())
+        largest = float(out.detach().abs().max())  # detached: positions may require a gradient (no warning)
         if not math.isfinite(largest):
             finite = torch.isfinite(out)
             bad = positions.to(out.device)[~finite].flatten()[0].item()
@@ -136,8 +136,8 @@ def _resolve_positions(tokens: Tensor, positions: Tensor | None, dtype: torch.dt
         if used and out.dtype == torch.float32 and positions.is_floating_point():
             # float32's spacing is 2 beyond 2**24: 2**24 + 1 given in float64 became 2**24 unseen; judged on the
             # values given (a second reduction only when they were cast)
-            given = out if positions.dtype == out.dtype else positions
-            if (largest if given is out else float(given.abs().max())) > 2 ** 24:
+            given = (out if positions.dtype == out.dtype else positions).detach()
+            if (largest if positions.dtype == out.dtype else float(given.abs().max())) > 2 ** 24:
                 far = given.flatten()[given.abs().argmax()].item()  # with its sign
                 raise ValueError(f"positions: float32 resolves positions only up to 2**24 = 16,777,216 in magnitude "
                                  f"(beyond, neighbouring integers round to one value), got {far:.10g}; use a float64 "
