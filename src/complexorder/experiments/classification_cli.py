@@ -167,7 +167,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("vectors", help="word vectors: `vectors train` trains 300-d skip-gram word2vec with gensim")
     vsub = v.add_subparsers(dest="action", metavar="ACTION")
     vsub.required = True
-    t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets")
+    t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets",
+                        description="Trains 300-d skip-gram word2vec (gensim) on every sentence of the six "
+                                    "classification data sets and the English side of Multi30k (labels unused), and "
+                                    "saves it in word2vec text format with a .json provenance record beside it. With "
+                                    "one worker thread the file is the same on every run with the same library "
+                                    "builds.")
     t.add_argument("--data-dir", help="data directory whose classification/ and translation/multi30k/ sentences "
                                       "are read (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     t.add_argument("--out", default="vectors/sg300.txt",
@@ -201,7 +206,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "and deviations), so that re-rendering reproduces the whole file")
     r.set_defaults(func=run_report)
 
-    d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)")
+    d = sub.add_parser("download", help="fetch the classification data sets from their public sources (network)",
+                       description="Fetches MR, SUBJ, CR, MPQA, SST-2 and TREC from their original public sources "
+                                   "into DATA_DIR/classification/NAME/, each file checked against the SHA-256 of "
+                                   "the reference copy. Files already present and valid are kept; archives are "
+                                   "cached in DATA_DIR/downloads/ (copy them there by hand when offline).")
     d.add_argument("--datasets", default=",".join(DATASETS),
                    help="comma-separated data sets to fetch (default: all, %(default)s)")
     d.add_argument("--data-dir", help="where classification/NAME/ folders are written (default: $COMPLEXORDER_DATA or "

@@ -53,7 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
-    t = actions.add_parser("train", help="train (or resume) a model from a config")
+    t = actions.add_parser("train", help="train (or resume) a model from a config",
+                           description="Trains an encoder-decoder Transformer on Multi30k En->De from a config "
+                                       "(packaged or a TOML file; --set overrides). Checkpoints go to --run-dir every "
+                                       "epoch; a run directory holding last.pt is resumed (same config).")
     t.add_argument("--config", required=True,
                    help="a packaged config name (e.g. cpu-complex-order, paper-vanilla) or a TOML file")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
@@ -63,7 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "(default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     _common(t)
 
-    e = actions.add_parser("eval", help="BLEU of a checkpoint on a Multi30k split (detokenized and tokenized lc)")
+    e = actions.add_parser("eval", help="BLEU of a checkpoint on a Multi30k split (detokenized and tokenized lc)",
+                           description="Translates a Multi30k split with a checkpoint and scores it with sacrebleu: "
+                                       "detokenized BLEU and tokenized lower-cased BLEU (13a), each with its "
+                                       "signature.")
     e.add_argument("--checkpoint", required=True, help="a translation checkpoint (epochN.pt, last.pt, averaged)")
     e.add_argument("--split", default="test2016", help="val or test2016 (default: test2016); train works too, as a check of fit")
     e.add_argument("--data-dir", help="data directory holding translation/multi30k")
@@ -72,21 +78,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     _decode_options(e)
     _common(e)
 
-    r = actions.add_parser("run", help="translate a file or standard input with a trained checkpoint")
+    r = actions.add_parser("run", help="translate a file or standard input with a trained checkpoint",
+                           description="Translates raw sentences, one per line, in full (no source is truncated); "
+                                       "empty lines stay empty.")
     r.add_argument("--checkpoint", required=True, help="a translation checkpoint")
     r.add_argument("--input", default="-", help="source sentences, one per line ('-' = standard input)")
     r.add_argument("--output", default="-", help="where the translations go ('-' = standard output)")
     _decode_options(r)
     _common(r)
 
-    a = actions.add_parser("average", help="average the weights of checkpoints of one run")
+    a = actions.add_parser("average", help="average the weights of checkpoints of one run",
+                           description="Averages the weights of checkpoints of one run (the same config and "
+                                       "tokenizer) into a new checkpoint.")
     a.add_argument("checkpoints", nargs="*", help="checkpoints to average")
     a.add_argument("--run-dir", help="average the last --last epoch checkpoints (epochN.pt, one per finished "
                                      "epoch) of this run instead")
     a.add_argument("--last", type=int, default=5, help="how many epoch checkpoints with --run-dir (default 5)")
     a.add_argument("--output", required=True, help="the averaged checkpoint")
 
-    d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)")
+    d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)",
+                           description="Fetches the raw Multi30k En-De files (train, val, test2016) into "
+                                       "DATA_DIR/translation/multi30k, checked against their SHA-256.")
     d.add_argument("--data-dir", help="data directory (the files go to DATA_DIR/translation/multi30k)")
     for parser in (t, e, r, a, d):
         parser.set_defaults(func=run)
