@@ -131,11 +131,11 @@ def add_grid_arguments(p: argparse.ArgumentParser, default_config: str, datasets
                        models=tuple(CLASSIFIERS)) -> None:
     """The options shared by `classify` and `ablate` (``datasets``/``models``: the names its help lists)."""
     p.add_argument("--config", default=default_config, help=f"grid TOML file or built-in name (default: {default_config})")
-    p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(datasets)})")
-    p.add_argument("--models", help=f"subset, comma-separated ({', '.join(models)})")
+    p.add_argument("--datasets", help=f"subset, comma-separated ({', '.join(datasets)}; default: the config's)")
+    p.add_argument("--models", help=f"subset, comma-separated ({', '.join(models)}; default: the config's)")
     p.add_argument("--embeddings", help="subset of variant labels or embedding names, comma-separated (semicolon-separated when a label holds a comma; one such label alone may be given as it is); a name that is a label selects that row only, an embedding name every row built on it")
-    p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3")
-    p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5")
+    p.add_argument("--folds", help="CV folds, e.g. 0-9 or 0,3 (default: the config's)")
+    p.add_argument("--seeds", help="seeds of the fixed-split data sets, e.g. 1-5 (default: the config's)")
     p.add_argument("--epochs", type=int, help="override the epochs of every model")
     p.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     p.add_argument("--vectors", help="word2vec/GloVe file for the pretrained amplitudes and word vectors "

@@ -87,16 +87,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--checkpoint", required=True, help="best.pt or last.pt of a run")
     ev.add_argument("--corpus", required=True, help="text8-format corpus directory")
     ev.add_argument("--splits", default="valid,test", help="comma-separated splits (default: %(default)s)")
-    ev.add_argument("--tgt-len", type=int, help="segment length")
-    ev.add_argument("--mem-len", type=int, help="memory length (may exceed the training one)")
-    ev.add_argument("--clamp-len", type=int, help="clamp relative distances (<= 0: no clamp)")
+    ev.add_argument("--tgt-len", type=int, help="segment length (default: the checkpoint's eval.tgt_len)")
+    ev.add_argument("--mem-len", type=int, help="memory length, may exceed the training one (default: the "
+                                                "checkpoint's eval.mem_len)")
+    ev.add_argument("--clamp-len", type=int, help="clamp relative distances, <= 0: no clamp (default: the "
+                                                  "checkpoint's eval.clamp_len)")
     ev.add_argument("--same-length", action=argparse.BooleanOptionalAction, default=None,
-                    help="every character attends to exactly mem_len positions")
-    ev.add_argument("--batch-size", type=int, help="number of streams")
+                    help="every character attends to exactly mem_len positions (default: the checkpoint's "
+                         "eval.same_length)")
+    ev.add_argument("--batch-size", type=int, help="number of streams (default: the checkpoint's eval.batch_size)")
     ev.add_argument("--max-chars", type=int, help="evaluate only the first N characters of each split (a quick "
                                                   "check; the figures to report use whole splits)")
     ev.add_argument("--results", help="append the result as a JSON line to this file")
-    ev.add_argument("--threads", type=int, help="torch threads")
+    ev.add_argument("--threads", type=int, help="torch threads (default: $OMP_NUM_THREADS or torch's default)")
     ev.add_argument("--device", help=DEVICE_HELP)
     ev.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     ev.set_defaults(func=run_eval)

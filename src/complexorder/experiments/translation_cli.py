@@ -37,7 +37,8 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
                    help="hypothesis score = log p / length ** LENGTH_PENALTY, a number in [-10, 10]; 0 ranks by log p "
                         "alone, larger values favour longer translations (default: the checkpoint's "
                         "decode.length_penalty, 1.0 in the packaged configs)")
-    p.add_argument("--batch-size", type=int, help="sentences per decoding batch")
+    p.add_argument("--batch-size", type=int, help="sentences per decoding batch (default: the checkpoint's "
+                                                  "decode.batch_size)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -72,7 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "signature.")
     e.add_argument("--checkpoint", required=True, help="a translation checkpoint (epochN.pt, last.pt, averaged)")
     e.add_argument("--split", default="test2016", help="val or test2016 (default: test2016); train works too, as a check of fit")
-    e.add_argument("--data-dir", help="data directory holding translation/multi30k")
+    e.add_argument("--data-dir", help="data directory holding translation/multi30k (default: $COMPLEXORDER_DATA or "
+                                      "~/.cache/complexorder/data)")
     e.add_argument("--hypotheses", help="also write the translations to this file")
     e.add_argument("--results", help="append the scores as a JSON line to this file")
     _decode_options(e)
@@ -99,7 +101,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)",
                            description="Fetches the raw Multi30k En-De files (train, val, test2016) into "
                                        "DATA_DIR/translation/multi30k, checked against their SHA-256.")
-    d.add_argument("--data-dir", help="data directory (the files go to DATA_DIR/translation/multi30k)")
+    d.add_argument("--data-dir", help="data directory; the files go to DATA_DIR/translation/multi30k (default: "
+                                      "$COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     for parser in (t, e, r, a, d):
         parser.set_defaults(func=run)
 
