@@ -1,9 +1,10 @@
-"""Shared test fixtures: the reference data sets beside the project (``../shared/data``)."""
+"""Shared test fixtures: the reference data sets beside the project (``../shared/data``), one torch thread."""
 
 import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -33,3 +34,13 @@ def pytest_configure(config):
     torch.set_num_threads(1)
     # the tests compare runs bit for bit (resume = straight run): on the CPU, even where a GPU is visible
     os.environ.setdefault("COMPLEXORDER_DEVICE", "cpu")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and do not fight other processes for the cores); a module opts in
+    with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

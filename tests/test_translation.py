@@ -28,13 +28,7 @@ from complexorder.models.seq2seq import VARIANTS, Seq2SeqConfig, TransformerSeq2
 V = 40
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread (and do not fight other processes for the cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def tiny(variant, **kw):

@@ -27,12 +27,7 @@ def exactly(message: str) -> str:
     return "^" + re.escape(message) + "$"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 EN = ["one", "two", "three", "four", "five", "six"]
