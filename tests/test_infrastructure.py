@@ -922,3 +922,25 @@ def test_python_dash_m_runs_the_command():
 
     out = subprocess.run([sys.executable, "-m", "complexorder", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("complexorder ")
+
+
+def test_a_command_whose_extra_is_not_installed_names_it(tmp_path, capsys, monkeypatch):
+    """Stop 78: the experiment packages became the `experiments` extra (the core needs torch, NumPy and tqdm); a
+    command that needs a missing one names it and the extra, before it reads any data."""
+    import sys
+
+    from complexorder.cli import main
+
+    monkeypatch.setitem(sys.modules, "gensim", None)  # `import gensim` raises ModuleNotFoundError(name="gensim")
+    assert main(["vectors", "train", "--data-dir", str(tmp_path), "--out", str(tmp_path / "v.txt")]) == 2
+    assert capsys.readouterr().err.strip() == ("complexorder: error: `complexorder vectors train` needs gensim, which "
+                                               "is not installed: pip install 'complexorder[experiments]' (or pip "
+                                               "install gensim)")
+    from complexorder.experiments import demo_cli
+
+    def broken(args):  # a module outside the extra missing is a bug or a broken install: its traceback shows
+        raise ModuleNotFoundError("No module named 'somewhere'", name="somewhere")
+
+    monkeypatch.setattr(demo_cli, "run", broken)
+    with pytest.raises(ModuleNotFoundError, match="somewhere"):
+        main(["demo"])

@@ -26,6 +26,11 @@ COMMANDS: dict[str, str] = {
     "lm": "complexorder.experiments.language_model_cli",
 }
 
+#: The packages of the ``experiments`` extra (module name: what pip installs): the experiment commands import them
+#: when they run; the embeddings, the layers, the models and ``demo`` need none of them.
+OPTIONAL_PACKAGES = {"scipy": "scipy", "matplotlib": "matplotlib", "gensim": "gensim", "sacrebleu": "sacrebleu",
+                     "sentencepiece": "sentencepiece"}
+
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, KeyError,
                ConnectionError, FloatingPointError,  # FloatingPointError: a run whose loss diverged
                RunDirectoryBusy,  # a second training in a run directory another one holds
@@ -137,6 +142,13 @@ def _main(argv: list[str] | None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so that Python's flush at exit does not fail again
         return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    except ModuleNotFoundError as exc:  # an experiments extra not installed (the core needs torch, numpy, tqdm only)
+        if exc.name not in OPTIONAL_PACKAGES or os.environ.get("COMPLEXORDER_DEBUG"):
+            raise
+        command = " ".join(a for a in argv[:2] if not a.startswith("-"))
+        print(f"complexorder: error: `complexorder {command}` needs {exc.name}, which is not installed: pip install "
+              f"'complexorder[experiments]' (or pip install {OPTIONAL_PACKAGES[exc.name]})", file=sys.stderr)
+        return 2
     except USER_ERRORS as exc:
         if os.environ.get("COMPLEXORDER_DEBUG"):
             raise

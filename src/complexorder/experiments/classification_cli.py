@@ -291,6 +291,7 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
 
 
 def run_vectors_train(args: argparse.Namespace) -> int:
+    import gensim  # noqa: F401  (an extra: missing, it is named now, not after the corpus is read)
     from ..data.download import sha256_of
     from ..data.vectors import (check_vectors_out, check_word2vec_settings, provenance_path, train_word2vec,
                                 unlabeled_sentences, vectors_provenance)

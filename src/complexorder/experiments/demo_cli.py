@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
     print(f"Word-order task: is A before B? {config.train_size:,} training sequences of length "
-          f"{config.min_len}-{config.max_len}, {config.epochs} epochs; {config.test_size:,} test sequences. Both labels "
+          f"{config.min_len}-{config.max_len}, {config.epochs} epoch{'s' if config.epochs != 1 else ''}; {config.test_size:,} test sequences. Both labels "
           f"hold the same words, so a model blind to order stays at chance: at most {test_majority_rate(config):.3f}, "
           "always answering the test set's more frequent label.")
     print(DEMO_TABLE_HEADER, flush=True)
