@@ -83,3 +83,20 @@ def test_importing_the_package_does_not_load_dynamo():
     code = "import sys, complexorder, complexorder.nn; print('torch._dynamo' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_compiled_lstm_trains_without_recompiling():
+    """A review of stop 78: the lazily made disabled kernel was a module global dynamo guarded on, so the second
+    compiled training step recompiled (and failed under the "fail_on_recompile" stance)."""
+    from complexorder.nn import ComplexLSTM
+
+    if not hasattr(torch.compiler, "set_stance"):
+        pytest.skip("torch.compiler.set_stance is torch >= 2.6")
+    compiled = torch.compile(ComplexLSTM(8, 4, batch_first=True), backend="aot_eager")
+    x = torch.randn(3, 6, 8, dtype=torch.complex64)
+    compiled(x)[0].abs().sum().backward()
+    torch.compiler.set_stance("fail_on_recompile")
+    try:
+        compiled(x)[0].abs().sum().backward()
+    finally:
+        torch.compiler.set_stance("default")

@@ -497,8 +497,13 @@ def test_an_interrupted_demo_keeps_the_rows_it_finished(capsys, monkeypatch):
     out = capsys.readouterr()
     lines = out.out.splitlines()
     majority = demo.test_majority_rate(demo.DemoConfig())
-    assert lines[0].endswith(f"at most {majority:.3f}, always answering the test set's more frequent label.")
+    assert lines[0].endswith(f"0.5 in expectation (always answering the test set's more frequent label scores "
+                             f"{majority:.3f}).")
     assert 0.5 < majority < 0.6  # 1,000 test sequences of seed 2
     assert lines[1:3] == ["| embedding | test accuracy | parameters | seconds |", "|---|---:|---:|---:|"]
     assert len(lines) == 4 and lines[3].startswith("| none | ")
     assert out.err.strip() == "complexorder: interrupted; the rows above are the embeddings that finished"
+    calls.clear()
+    calls.append(1)  # the next model is the second call: interrupted before any row
+    assert main(["demo", "--embeddings", "none", "--epochs", "1", "--train-size", "100", "--no-progress"]) == 130
+    assert capsys.readouterr().err.strip() == "complexorder: interrupted; no embedding had finished"

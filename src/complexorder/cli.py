@@ -145,7 +145,8 @@ def _main(argv: list[str] | None) -> int:
     except ModuleNotFoundError as exc:  # an experiments extra not installed (the core needs torch, numpy, tqdm only)
         if exc.name not in OPTIONAL_PACKAGES or os.environ.get("COMPLEXORDER_DEBUG"):
             raise
-        command = " ".join(a for a in argv[:2] if not a.startswith("-"))
+        words = [a for a in argv[:2] if not a.startswith("-")]  # `translate run`, not `inspect ck/x.pt`
+        command = " ".join(words if words[:1] in (["translate"], ["lm"], ["vectors"]) else words[:1])
         print(f"complexorder: error: `complexorder {command}` needs {exc.name}, which is not installed: pip install "
               f"'complexorder[experiments]' (or pip install {OPTIONAL_PACKAGES[exc.name]})", file=sys.stderr)
         return 2

@@ -168,8 +168,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     vsub = v.add_subparsers(dest="action", metavar="ACTION")
     vsub.required = True
     t = vsub.add_parser("train", help="train skip-gram vectors on the unlabeled sentences of the data sets",
-                        description="Trains 300-d skip-gram word2vec (gensim) on every sentence of the six "
-                                    "classification data sets and the English side of Multi30k (labels unused), and "
+                        description="Trains skip-gram word2vec (gensim; 300-d by default, --dim) on every sentence "
+                                    "of the six classification data sets and, unless --no-multi30k, the English side "
+                                    "of Multi30k (labels unused), and "
                                     "saves it in word2vec text format with a .json provenance record beside it. With "
                                     "one worker thread the file is the same on every run with the same library "
                                     "builds.")

@@ -49,12 +49,20 @@ def run(args: argparse.Namespace) -> int:
     check_seed("--seed", args.seed)  # the grids', translation's and the LM's seeds stay below 2**32 too
     set_threads(getattr(args, "threads", None))
     config = dataclasses.replace(DemoConfig(), epochs=args.epochs, train_size=args.train_size, seed=args.seed)
+    epochs = f"{config.epochs} epoch{'s' if config.epochs != 1 else ''}"
     print(f"Word-order task: is A before B? {config.train_size:,} training sequences of length "
-          f"{config.min_len}-{config.max_len}, {config.epochs} epoch{'s' if config.epochs != 1 else ''}; {config.test_size:,} test sequences. Both labels "
-          f"hold the same words, so a model blind to order stays at chance: at most {test_majority_rate(config):.3f}, "
-          "always answering the test set's more frequent label.")
+          f"{config.min_len}-{config.max_len}, {epochs}; {config.test_size:,} test sequences. Both labels hold the "
+          "same words, so a model blind to order is at chance: 0.5 in expectation (always answering the test set's "
+          f"more frequent label scores {test_majority_rate(config):.3f}).")
     print(DEMO_TABLE_HEADER, flush=True)
     # each row as its model finishes: an interrupted demo keeps what it printed (it printed nothing before the end)
-    args.on_interrupt = lambda: "the rows above are the embeddings that finished"
-    run_demo(config, names, progress=not args.no_progress, on_row=lambda row: print(format_demo_row(row), flush=True))
+    printed: list[dict] = []
+    args.on_interrupt = lambda: ("the rows above are the embeddings that finished" if printed else
+                                 "no embedding had finished")
+
+    def row(r: dict) -> None:
+        print(format_demo_row(r), flush=True)
+        printed.append(r)
+
+    run_demo(config, names, progress=not args.no_progress, on_row=row)
     return 0

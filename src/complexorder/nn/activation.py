@@ -118,7 +118,7 @@ class Modulus(nn.Module):
         self.eps = eps
 
     def forward(self, input: Tensor) -> Tensor:
-        """``|z|``: complex in, real out (same shape)."""
+        """``|z|`` (``sqrt(|z|^2 + eps)`` with ``eps > 0``): complex in, real out (same shape)."""
         return CF.modulus(input, self.eps)
 
     def extra_repr(self) -> str:

@@ -80,8 +80,8 @@ class ComplexConv1d(nn.Module):
                           self.bias_real, self.bias_imag)
 
     def forward(self, input: Tensor) -> Tensor:
-        """Complex convolution over time: complex ``[N, C_in, L]`` (or unbatched ``[C_in, L]``) ->
-        ``[N, C_out, L_out]``."""
+        """Complex convolution over time: complex ``[N, C_in, L]`` -> ``[N, C_out, L_out]`` (unbatched ``[C_in, L]``
+        -> ``[C_out, L_out]``)."""
         if input.dim() == 2 and input.shape[0] == self.in_channels:  # unbatched [C_in, L], as nn.Conv1d
             return self.forward(input.unsqueeze(0)).squeeze(0)
         if input.dim() != 3 or input.shape[1] != self.in_channels:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, cast
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -16,15 +16,13 @@ from .linear import init_complex_pair
 __all__ = ["ComplexLSTM", "complex_lstm_block_weight"]
 
 
-_LSTM_EAGER: Any = None  # torch.lstm behind torch.compiler.disable, made at the first compiled call: made at
-# import, it imported torch._dynamo (and inductor, sympy) with the package, doubling `import complexorder`'s time
-
-
+@torch._disable_dynamo
 def _lstm_eager(*args) -> tuple[Tensor, Tensor, Tensor]:
-    global _LSTM_EAGER
-    if _LSTM_EAGER is None:
-        _LSTM_EAGER = torch.compiler.disable(torch.lstm)
-    return _LSTM_EAGER(*args)
+    """``torch.lstm`` outside dynamo's graph. ``torch._disable_dynamo`` (private; torch uses it for its own such
+    functions) imports dynamo at the first call: ``torch.compiler.disable`` at import loaded torch._dynamo, inductor
+    and sympy with the package (1.2 s), and a wrapper made lazily in this module was a global dynamo guarded on, so
+    the second compiled call recompiled (tests/test_compile.py holds both)."""
+    return torch.lstm(*args)
 
 
 def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
