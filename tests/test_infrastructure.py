@@ -944,3 +944,13 @@ def test_a_command_whose_extra_is_not_installed_names_it(tmp_path, capsys, monke
     monkeypatch.setattr(demo_cli, "run", broken)
     with pytest.raises(ModuleNotFoundError, match="somewhere"):
         main(["demo"])
+
+
+def test_the_installed_version_is_the_package_version():
+    """The version is written once (complexorder.__version__; pyproject.toml reads it): two copies could disagree."""
+    from importlib.metadata import version
+
+    import complexorder
+
+    assert version("complexorder") == complexorder.__version__
+    assert 'version = "' not in (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
