@@ -953,4 +953,5 @@ def test_the_installed_version_is_the_package_version():
     import complexorder
 
     assert version("complexorder") == complexorder.__version__
-    assert 'version = "' not in (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    project = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text().split("[project]", 1)[1]
+    assert "\nversion =" not in project.split("\n[", 1)[0]  # the [project] table holds no second copy
