@@ -3,6 +3,7 @@
 Each case was found by an audit of the public API (stop 52); the comment says what happened before.
 """
 
+import dataclasses
 import re
 import warnings
 
@@ -830,3 +831,34 @@ def test_a_module_moved_to_a_complex_dtype_is_named_with_the_fix():
                                                     "take complex inputs; convert the layer back with "
                                                     ".to(torch.float64)")):
             layer(x)
+
+
+def test_seq2seq_refuses_two_tables_into_a_shared_one_an_empty_source_and_a_misspelt_score():
+    """Stop 78 (an audit of the models): a state dict with separate source and target tables loaded into a model
+    sharing one table kept the target's and lost the source's, without an error; an empty source failed deep in
+    torch (vanilla) or attended to nothing (complex); a misspelt attention_score said "score must be ..." (seq2seq)
+    or was built silently (the classifier's real layers)."""
+    def config(**kw):
+        return Seq2SeqConfig("complex-order", d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                             dim_feedforward=32, **kw)
+
+    torch.manual_seed(0)
+    separate = TransformerSeq2Seq(config(share_embeddings=False), 30, 30)
+    shared = TransformerSeq2Seq(config(share_embeddings=True), 30, 30)
+    with pytest.raises(RuntimeError, match=r"src_embedding\.amplitude and its tgt_embedding twin differ, but this "
+                                           r"model shares one table for source and target \(share_embeddings=True\)"):
+        shared.load_state_dict(separate.state_dict())
+    twin = TransformerSeq2Seq(config(share_embeddings=True), 30, 30)
+    shared.load_state_dict(twin.state_dict())  # a shared model's own state dict loads
+    assert torch.equal(shared.src_embedding.amplitude, twin.src_embedding.amplitude)
+    for variant in ("vanilla", "complex-order"):
+        model = TransformerSeq2Seq(dataclasses.replace(config(), variant=variant), 30, 30)
+        with pytest.raises(ValueError, match=exactly("src must hold at least one token per sentence ([B, Ls] with "
+                                                     "Ls >= 1; a sentence of padding only is fine), got shape (2, 0)")):
+            model(torch.ones(2, 0, dtype=torch.long), torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=exactly("model.attention_score must be one of 'modulus', 'real', "
+                                                 "'bilinear', got 'bad'")):
+        TransformerSeq2Seq(config(attention_score="bad"), 30, 30)
+    with pytest.raises(ValueError, match=exactly("attention_score must be one of 'modulus', 'real', 'bilinear', got "
+                                                 "'bad'")):
+        TransformerClassifier(co.build_embedding("none", 50, 16), 2, nhead=2, attention_score="bad")

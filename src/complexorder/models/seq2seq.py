@@ -45,7 +45,23 @@ from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
-from ..nn.functional import as_integer
+from ..nn.functional import as_integer, check_attention_score
+
+def _refuse_two_tables_into_one(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                error_msgs) -> None:
+    """A load_state_dict pre-hook of a model sharing its source and target embeddings: an error (collected by
+    ``load_state_dict``) when the state dict holds two different tables, as a model with separate embeddings
+    writes; loading them would keep the target's and lose the source's."""
+    for key, value in state_dict.items():
+        if not key.startswith(prefix + "src_embedding."):
+            continue
+        other = state_dict.get(prefix + "tgt_embedding." + key[len(prefix + "src_embedding."):])
+        if isinstance(other, Tensor) and not (other.shape == value.shape and torch.equal(other, value)):
+            error_msgs.append(f"{key} and its tgt_embedding twin differ, but this model shares one table for source "
+                              "and target (share_embeddings=True): the state dict is of a model with separate "
+                              "embeddings; build this one with share_embeddings=False")
+            return
+
 
 __all__ = ["READOUTS", "VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
 
@@ -273,6 +289,7 @@ class TransformerSeq2Seq(nn.Module):
         pad_id = cast(int, as_integer(pad_id))  # checked above
         if config.share_weights and not self.is_complex:
             raise ValueError("share_weights applies to the complex network only (complex variants, network 'complex')")
+        check_attention_score(config.attention_score, "model.attention_score")  # named (it said "score")
         if config.attention_score != "modulus" and not self.is_complex:
             raise ValueError("model.attention_score applies to the complex network only "
                              "(complex variants, network 'complex')")
@@ -308,6 +325,8 @@ class TransformerSeq2Seq(nn.Module):
         self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
         self.tgt_embedding = (self.src_embedding if config.share_embeddings
                               else build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
+        if config.share_embeddings:  # one table under two names: a state dict of two tables loaded the target's
+            self.register_load_state_dict_pre_hook(_refuse_two_tables_into_one)  # into both, without a word
         self.embed_scale = math.sqrt(d) if config.scale_embedding else 1.0
         self.embed_dropout = ComplexDropout(config.dropout) if self.is_complex else nn.Dropout(config.dropout)
         # A complex embedding read by the real network arrives as [Re f, Im f]: 2 * d real features.
@@ -396,6 +415,9 @@ class TransformerSeq2Seq(nn.Module):
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder states and the source padding mask (True = padding)."""
         _check_token_ids("src", src, 2)
+        if src.shape[1] == 0:  # the vanilla attention failed deep inside torch, the complex one attended to nothing
+            raise ValueError(f"src must hold at least one token per sentence ([B, Ls] with Ls >= 1; a sentence of "
+                             f"padding only is fine), got shape {tuple(src.shape)}")
         src_pad = src == self.pad_id
         if not self.is_complex:  # a source of padding only: PyTorch's inference fast path gave NaN for its row (the
             src_pad = src_pad & ~src_pad.all(1, keepdim=True)  # training path 0); it attends to its padding instead

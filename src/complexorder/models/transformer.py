@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from ..embeddings import complex_to_real
 from ..nn import ComplexTransformerEncoderLayer
-from ..nn.functional import as_integer
+from ..nn.functional import as_integer, check_attention_score
 from .authors_encoder import AuthorsEncoderLayer, AuthorsLayerNorm, per_part, swap_parts
 from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_mean, padding_mask,
                       to_real_features)
@@ -122,6 +122,8 @@ class TransformerClassifier(nn.Module):
                                  f"word every position attends to); {type(embedding).__name__} has padding_idx="
                                  f"{embedding.padding_idx}")
         self.fixed_length = fixed_length
+        # checked whatever the layers: real ones ignore it (documented), but a misspelt name was built silently
+        check_attention_score(attention_score, "attention_score")
         if position_order not in POSITION_ORDERS:
             raise ValueError(f"position_order must be one of {', '.join(map(repr, POSITION_ORDERS))}, "
                              f"got {position_order!r}")

@@ -358,14 +358,15 @@ def causal_mask(query_len: int, key_len: int | None = None, device=None) -> Tens
 ATTENTION_SCORES = ("modulus", "real", "bilinear")
 
 
-def check_attention_score(score: str) -> str:
-    """``score`` if it is one of :data:`ATTENTION_SCORES`, else a one-line ``ValueError``.
+def check_attention_score(score: str, name: str = "score") -> str:
+    """``score`` if it is one of :data:`ATTENTION_SCORES`, else a one-line ``ValueError`` naming ``name``.
 
     Args:
         score: the name to check: ``"modulus"``, ``"real"`` or ``"bilinear"``.
+        name: the argument or setting it was given as (``attention_score``, ``model.attention_score``).
     """
     if score not in ATTENTION_SCORES:
-        raise ValueError(f"score must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, ATTENTION_SCORES))}, got {score!r}")
     return score
 
 
