@@ -845,8 +845,9 @@ def test_seq2seq_refuses_two_tables_into_a_shared_one_an_empty_source_and_a_miss
     torch.manual_seed(0)
     separate = TransformerSeq2Seq(config(share_embeddings=False), 30, 30)
     shared = TransformerSeq2Seq(config(share_embeddings=True), 30, 30)
-    with pytest.raises(RuntimeError, match=r"src_embedding\.amplitude and its tgt_embedding twin differ, but this "
-                                           r"model shares one table for source and target \(share_embeddings=True\)"):
+    with pytest.raises(RuntimeError, match=r"src_embedding\.amplitude and tgt_embedding\.amplitude differ, but this "
+                                           r"model holds one tensor for both: the state dict is of an untied model; "
+                                           r"build this one with share_embeddings=False"):
         shared.load_state_dict(separate.state_dict())
     twin = TransformerSeq2Seq(config(share_embeddings=True), 30, 30)
     shared.load_state_dict(twin.state_dict())  # a shared model's own state dict loads
@@ -862,3 +863,27 @@ def test_seq2seq_refuses_two_tables_into_a_shared_one_an_empty_source_and_a_miss
     with pytest.raises(ValueError, match=exactly("attention_score must be one of 'modulus', 'real', 'bilinear', got "
                                                  "'bad'")):
         TransformerClassifier(co.build_embedding("none", 50, 16), 2, nhead=2, attention_score="bad")
+
+
+
+def test_transformer_xl_refuses_an_untied_state_and_names_bad_tokens_and_batch_sizes():
+    """Stop 78 (an audit of the models): tie_weight holds one table under word_emb.weight and out.weight, so an
+    untied model's state dict loaded silently (the output layer's table over the embedding's); a list of tokens
+    said "'list' object has no attribute 'dim'", init_memory(-1) "negative dimension"."""
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig
+
+    def model(**kw):
+        torch.manual_seed(0)
+        return TransformerXL(TransformerXLConfig(n_layer=1, d_model=8, n_head=2, d_head=4, d_inner=16, mem_len=4, **kw))
+
+    with pytest.raises(RuntimeError, match=r"word_emb\.weight and out\.weight differ, but this model holds one "
+                                           r"tensor for both: the state dict is of an untied model; build this one "
+                                           r"with tie_weight = false"):
+        model(tie_weight=True).load_state_dict(model(tie_weight=False).state_dict())
+    tied = model(tie_weight=True)
+    tied.load_state_dict(model(tie_weight=True).state_dict())
+    with pytest.raises(TypeError, match=exactly("tokens must be a [B, L] integer tensor, got list")):
+        tied([[1, 2]])
+    for bad in (-1, 2.0, True):
+        with pytest.raises(ValueError, match=exactly(f"batch_size must be an integer >= 0, got {bad!r}")):
+            tied.init_memory(bad)

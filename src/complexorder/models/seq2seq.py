@@ -46,22 +46,7 @@ from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, 
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
 from ..nn.functional import as_integer, check_attention_score
-
-def _refuse_two_tables_into_one(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                error_msgs) -> None:
-    """A load_state_dict pre-hook of a model sharing its source and target embeddings: an error (collected by
-    ``load_state_dict``) when the state dict holds two different tables, as a model with separate embeddings
-    writes; loading them would keep the target's and lose the source's."""
-    for key, value in state_dict.items():
-        if not key.startswith(prefix + "src_embedding."):
-            continue
-        other = state_dict.get(prefix + "tgt_embedding." + key[len(prefix + "src_embedding."):])
-        if isinstance(other, Tensor) and not (other.shape == value.shape and torch.equal(other, value)):
-            error_msgs.append(f"{key} and its tgt_embedding twin differ, but this model shares one table for source "
-                              "and target (share_embeddings=True): the state dict is of a model with separate "
-                              "embeddings; build this one with share_embeddings=False")
-            return
-
+from .tied import refuse_untied_state
 
 __all__ = ["READOUTS", "VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
 
@@ -326,7 +311,8 @@ class TransformerSeq2Seq(nn.Module):
         self.tgt_embedding = (self.src_embedding if config.share_embeddings
                               else build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
         if config.share_embeddings:  # one table under two names: a state dict of two tables loaded the target's
-            self.register_load_state_dict_pre_hook(_refuse_two_tables_into_one)  # into both, without a word
+            self.register_load_state_dict_pre_hook(refuse_untied_state(  # into both, without a word
+                "src_embedding.", "tgt_embedding.", "build this one with share_embeddings=False"))
         self.embed_scale = math.sqrt(d) if config.scale_embedding else 1.0
         self.embed_dropout = ComplexDropout(config.dropout) if self.is_complex else nn.Dropout(config.dropout)
         # A complex embedding read by the real network arrives as [Re f, Im f]: 2 * d real features.

@@ -101,6 +101,8 @@ from torch import Tensor, nn
 
 from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
+from ..nn.functional import as_integer
+from .tied import refuse_untied_state
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
            "causal_memory_mask", "relative_position_encoding", "RelPartialLearnableAttention",
@@ -491,6 +493,8 @@ class TransformerXL(nn.Module):
         self.out = nn.Linear(config.d_model, config.vocab_size)
         if config.tie_weight:
             self.out.weight = cast(nn.Parameter, self.word_emb.weight)  # a real embedding's table
+            self.register_load_state_dict_pre_hook(refuse_untied_state(
+                "word_emb.weight", "out.weight", "build this one with tie_weight = false"))
         self.mem_len, self.same_length, self.clamp_len = config.mem_len, config.same_length, config.clamp_len
         self.reset_parameters()
 
@@ -532,6 +536,9 @@ class TransformerXL(nn.Module):
         self.clamp_len = self.clamp_len if clamp_len is None else clamp_len
 
     def init_memory(self, batch_size: int) -> XLMemory:
+        if as_integer(batch_size) is None or cast(int, as_integer(batch_size)) < 0:  # -1 and 2.0 failed in new_zeros
+            raise ValueError(f"batch_size must be an integer >= 0, got {batch_size!r}")
+        batch_size = cast(int, as_integer(batch_size))
         param = self.r_w_bias
         lead = (2, batch_size) if self.complex_network else (batch_size,)
         empty = [param.new_zeros(*lead, 0, self.config.d_model) for _ in self.layers]
@@ -591,6 +598,8 @@ class TransformerXL(nn.Module):
 
     def forward(self, tokens: Tensor, memory: XLMemory | None = None,
                 positions: Tensor | None = None) -> tuple[Tensor, XLMemory]:
+        if not isinstance(tokens, Tensor):  # a list or an array said "'list' object has no attribute 'dim'"
+            raise TypeError(f"tokens must be a [B, L] integer tensor, got {type(tokens).__name__}")
         if tokens.dim() != 2 or tokens.shape[1] == 0:
             raise ValueError(f"tokens must be [B, L] with L >= 1, got shape {tuple(tokens.shape)}")
         bsz, qlen = tokens.shape
