@@ -887,3 +887,18 @@ def test_transformer_xl_refuses_an_untied_state_and_names_bad_tokens_and_batch_s
     for bad in (-1, 2.0, True):
         with pytest.raises(ValueError, match=exactly(f"batch_size must be an integer >= 0, got {bad!r}")):
             tied.init_memory(bad)
+
+
+def test_classifier_dropout_none_and_authors_layer_sizes_are_named():
+    """Stop 78 (an audit of the models): dropout=None passed the classifiers' check (None meant "nothing to check")
+    and failed in torch naming no model; AuthorsEncoderLayer(16, 0) was a ZeroDivisionError, (0, 2) was built."""
+    from complexorder.models.authors_encoder import AuthorsEncoderLayer
+
+    with pytest.raises(ValueError, match=exactly("FastTextClassifier: dropout must be a probability in [0, 1), got "
+                                                 "None")):
+        FastTextClassifier(co.build_embedding("none", 20, 8), 2, dropout=None)
+    for args, message in (((16, 0), "nhead must be a positive integer, got 0"),
+                          ((0, 2), "d_model must be a positive integer, got 0"),
+                          ((16, 2, 0), "dim_feedforward must be a positive integer, got 0")):
+        with pytest.raises(ValueError, match=exactly(message)):
+            AuthorsEncoderLayer(*args)

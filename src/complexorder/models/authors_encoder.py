@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..nn.functional import check_attention_score, complex_scaled_dot_product_attention
+from ..nn.functional import check_attention_score, complex_scaled_dot_product_attention, positive_int
 
 __all__ = ["AuthorsLayerNorm", "AuthorsEncoderLayer", "per_part", "swap_parts"]
 
@@ -105,10 +105,13 @@ class AuthorsEncoderLayer(nn.Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  attention_score: str = "bilinear") -> None:
         super().__init__()
+        # sizes first: nhead=0 was a ZeroDivisionError, d_model=0 was built
+        d_model, nhead, dim_feedforward = (positive_int(v, name) for name, v in (
+            ("d_model", d_model), ("nhead", nhead), ("dim_feedforward", dim_feedforward)))
         if d_model % nhead:
             raise ValueError(f"d_model ({d_model}) must be divisible by nhead ({nhead})")
         self.nhead = nhead
-        self.attention_score = check_attention_score(attention_score)
+        self.attention_score = check_attention_score(attention_score, "attention_score")
         self.projections = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(4))  # Q, K, V, O
         self.linear1 = nn.Linear(d_model, dim_feedforward)
         self.linear2 = nn.Linear(dim_feedforward, d_model)

@@ -7,6 +7,7 @@ helpers pick the matching operation so that each architecture is written once.
 from __future__ import annotations
 
 from numbers import Real
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -28,7 +29,10 @@ def check_embedding(embedding: nn.Module, model: str) -> None:
                         f"{type(embedding).__name__}")
 
 
-def check_sizes(model: str, dropout: float | None = None, **sizes: int) -> list[int]:
+_NO_DROPOUT: Any = object()  # check_sizes' default: no dropout to check (None is a value, refused: it failed in torch)
+
+
+def check_sizes(model: str, dropout: float | None = _NO_DROPOUT, **sizes: int) -> list[int]:
     """The ``sizes`` as Python ints, in order; a one-line ``ValueError`` naming the argument unless every size is a
     positive integer (NumPy's integers included) and ``dropout`` a probability in [0, 1) (``num_classes=0`` or
     ``hidden=0`` would build a model that cannot learn)."""
@@ -38,7 +42,8 @@ def check_sizes(model: str, dropout: float | None = None, **sizes: int) -> list[
         if number is None or number < 1:
             raise ValueError(f"{model}: {name} must be a positive integer, got {value!r}")
         numbers.append(number)
-    if dropout is not None and (isinstance(dropout, bool) or not isinstance(dropout, Real) or not 0 <= dropout < 1):
+    if dropout is not _NO_DROPOUT and (isinstance(dropout, bool) or not isinstance(dropout, Real)
+                                       or not 0 <= dropout < 1):
         raise ValueError(f"{model}: dropout must be a probability in [0, 1), got {dropout!r}")
     return numbers
 
