@@ -21,7 +21,7 @@ import torch
 from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, load_checkpoint
 from ..data.vocab import PAD_TOKEN, UNK_TOKEN
 from ..embeddings import ComplexOrderEmbedding, sinusoidal_frequencies
-from ..nn.functional import as_integer
+from ..nn.functional import positive_int
 from .classification import build_model_from_config
 
 __all__ = ["load_classifier", "position_sensitivity", "extreme_words", "plot_density", "plot_word_waves",
@@ -140,9 +140,7 @@ def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, p
 def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None = None, k: int = 50,
                        dims: list[int] | None = None, log=print) -> dict:
     """Write ``delta_density.png``, ``table7.md`` and (with ``word``) ``waves_<word>.png`` to ``out_dir``."""
-    if as_integer(k) is None or cast(int, as_integer(k)) < 1:  # 0 listed every word as greatest, 2.5 a TypeError
-        raise ValueError(f"k must be a positive integer (words per list; --top), got {k!r}")
-    k = cast(int, as_integer(k))
+    k = positive_int(k, "k", " (words per list; --top)")  # 0 listed every word as greatest, 2.5 a TypeError
     model, ck = load_classifier(path)
     emb = model.embedding
     if not isinstance(emb, ComplexOrderEmbedding):

@@ -23,7 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -37,7 +37,7 @@ from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
-from ..nn.functional import as_integer
+from ..nn.functional import positive_int
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
                        remove_stale_checkpoint_temporaries, run_directory_lock)
 
@@ -128,13 +128,16 @@ def build_model(cfg: LMConfig) -> TransformerXL:
 # --------------------------------------------------------------------------------------
 
 
+STREAMS = " (the number of streams)"  # what batch_size means here, in its errors
+
+
 def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", evaluation: bool = False) -> Tensor:
     """Cut ``ids`` into ``batch_size`` contiguous streams: ``[batch_size, len(ids) // batch_size]``.
 
     Raises a one-line error when a stream is shorter than one segment (``tgt_len`` inputs plus
     the target of the last one).
     """
-    _check_batch_size(batch_size)
+    positive_int(batch_size, "batch_size", STREAMS)  # 0 divided by zero
     n = ids.numel() // batch_size
     if n < tgt_len + 1:
         need = ("the 2 characters of one prediction (evaluation reads segments of any length)" if evaluation else
@@ -143,11 +146,6 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", ev
         raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
                          f"shorter than {need}; use a longer corpus or a smaller {sizes}")
     return ids[: n * batch_size].view(batch_size, n)
-
-
-def _check_batch_size(batch_size: object) -> None:
-    if as_integer(batch_size) is None or cast(int, batch_size) < 1:  # 0 divided by zero
-        raise ValueError(f"batch_size must be a positive integer (the number of streams), got {batch_size!r}")
 
 
 @torch.no_grad()
@@ -164,7 +162,7 @@ def evaluate_bpc(model: TransformerXL, ids: Tensor, *, tgt_len: int, batch_size:
             or ids.dtype == torch.bool:  # float ids were truncated to integers without a word
         form = f"shape {tuple(ids.shape)} and dtype {ids.dtype}" if isinstance(ids, Tensor) else type(ids).__name__
         raise ValueError(f"ids must be a 1-d integer tensor of character ids, got {form}")
-    _check_batch_size(batch_size)
+    positive_int(batch_size, "batch_size", STREAMS)
     if ids.numel() < 2:
         raise ValueError(f"the {split} split has {ids.numel():,} character(s); evaluating it needs at least 2 (an "
                          f"input and its target): check the corpus's {split} file")
@@ -414,8 +412,9 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         window_chars += y.numel()
         window_seconds += seconds
         window_steps += 1
-        since_loss, since_chars, since_seconds = since_loss + loss_value * y.numel(), since_chars + y.numel(), \
-            since_seconds + seconds
+        since_loss += loss_value * y.numel()
+        since_chars += y.numel()
+        since_seconds += seconds
         bar.update(1)
         if state["step"] % t.log_interval == 0 or state["step"] == t.max_steps:
             bar.set_postfix(bpc=f"{window_loss / window_chars / LN2:.3f}", chars_s=f"{window_chars / window_seconds:,.0f}",

@@ -101,7 +101,7 @@ from torch import Tensor, nn
 
 from ..config import check_fields, check_number
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
-from ..nn.functional import as_integer
+from ..nn.functional import positive_int
 from .tied import refuse_untied_state
 
 __all__ = ["TransformerXLConfig", "XLMemory", "TransformerXL", "rel_shift", "rel_shift_reference",
@@ -536,9 +536,7 @@ class TransformerXL(nn.Module):
         self.clamp_len = self.clamp_len if clamp_len is None else clamp_len
 
     def init_memory(self, batch_size: int) -> XLMemory:
-        if as_integer(batch_size) is None or cast(int, as_integer(batch_size)) < 0:  # -1 and 2.0 failed in new_zeros
-            raise ValueError(f"batch_size must be an integer >= 0, got {batch_size!r}")
-        batch_size = cast(int, as_integer(batch_size))
+        batch_size = positive_int(batch_size, "batch_size", low=0)  # -1 and 2.0 failed in new_zeros
         param = self.r_w_bias
         lead = (2, batch_size) if self.complex_network else (batch_size,)
         empty = [param.new_zeros(*lead, 0, self.config.d_model) for _ in self.layers]

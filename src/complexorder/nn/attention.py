@@ -130,10 +130,12 @@ class ComplexMultiheadAttention(nn.Module):
                  kdim: int | None = None, vdim: int | None = None, device=None, dtype=None) -> None:
         super().__init__()
         CF.check_flags(bias=bias, share_weights=share_weights, batch_first=batch_first)
-        for name, value in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if CF.as_integer(value) is None:  # 2.0 built, then failed in view(); True built one head
+        # an integer first (2.0 built, then failed in view(); True built one head), then torch's own bound
+        numbers = [CF.as_integer(v) for v in (embed_dim, num_heads)]
+        for name, value, number in zip(("embed_dim", "num_heads"), (embed_dim, num_heads), numbers):
+            if number is None:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        embed_dim, num_heads = cast(int, CF.as_integer(embed_dim)), cast(int, CF.as_integer(num_heads))
+        embed_dim, num_heads = cast(list[int], numbers)
         if embed_dim <= 0 or num_heads <= 0:  # nn.MultiheadAttention's message
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads}")

@@ -278,13 +278,15 @@ def as_integer(value: object) -> int | None:
         return None
 
 
-def positive_int(value: object, name: str) -> int:
-    """``value`` as a Python int if it is a positive integer (an ``int``, a NumPy integer, a 0-d integer tensor; not
-    a bool); else a one-line ``ValueError`` naming the argument (``Linear(True, 4)`` would build one input feature,
-    ``8.0`` fail deep in ``torch.empty``, ``0`` build an empty layer)."""
+def positive_int(value: object, name: str, meaning: str = "", low: int = 1) -> int:
+    """``value`` as a Python int if it is an integer ``>= low`` (an ``int``, a NumPy integer, a 0-d integer tensor;
+    not a bool); else a one-line ``ValueError`` naming the argument, ``meaning`` after the expected form
+    (``Linear(True, 4)`` would build one input feature, ``8.0`` fail deep in ``torch.empty``, ``0`` build an empty
+    layer)."""
     number = as_integer(value)
-    if number is None or number < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if number is None or number < low:
+        form = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise ValueError(f"{name} must be {form}{meaning}, got {value!r}")
     return number
 
 

@@ -275,9 +275,7 @@ def _check_cache(cache: object) -> None:
 def _clones(layer: nn.Module, num_layers: int, owner: str, expected: type) -> nn.ModuleList:
     if not isinstance(layer, expected):
         raise TypeError(f"{owner}: the layer must be a {expected.__name__}, got {type(layer).__name__}")
-    if CF.as_integer(num_layers) is None or cast(int, CF.as_integer(num_layers)) < 1:
-        raise ValueError(f"{owner}: num_layers must be a positive integer, got {num_layers!r}")
-    return nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+    return nn.ModuleList(copy.deepcopy(layer) for _ in range(CF.positive_int(num_layers, f"{owner}: num_layers")))
 
 
 def _reset_all(module: nn.Module) -> None:
