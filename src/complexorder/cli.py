@@ -38,9 +38,21 @@ USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsA
                OSError)  # what the system refuses: a full disk, a read-only file system, too many open files
 
 
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that takes options by their full names only (``allow_abbrev=False``).
+
+    argparse's abbreviations let ``--out`` mean ``--out-dir`` until a command gains an option that also starts with
+    ``--out``, and then a script that worked fails, or means another option. Every subcommand's parser is of this
+    class too: ``add_subparsers`` builds its parsers with the parent's class."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="complexorder",
-                                     description="Order-aware complex-valued word embeddings (Wang et al., ICLR 2020).")
+    parser = CommandParser(prog="complexorder",
+                           description="Order-aware complex-valued word embeddings (Wang et al., ICLR 2020).")
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"complexorder {__version__}")
@@ -75,6 +87,16 @@ def empty_value_problem(args: argparse.Namespace, argv: list[str],
             return f"{flag}: an empty value; give one, or leave the option out for its default"
         return f"{dest.upper()}: an empty value; give one"  # a positional argument
     return None
+
+
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the innermost (sub)command chosen in ``args``: ``translate run``'s for ``translate run ...``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(str(getattr(args, action.dest, None)))
+            if chosen is not None:
+                return chosen_parser(chosen, args)
+    return parser
 
 
 def _required_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:
@@ -131,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would print the top-level usage; the command's own says what it takes
+        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     problem = empty_value_problem(args, argv, parser)
     if problem:
         print(f"complexorder: error: {problem}", file=sys.stderr)

@@ -1,0 +1,108 @@
+"""Every ``complexorder`` command written in the documentation uses options its command has.
+
+The README, ``docs/``, the results files under ``benchmarks/`` and the scripts there quote about 3,600 command lines,
+each the record of how a number was made. An option renamed or removed in the command line interface would
+leave those records wrong without a test failing; and since the parser takes options by their full names only
+(``allow_abbrev=False``), a quoted abbreviation would no longer run either. These tests read the files as text:
+for every ``complexorder COMMAND [ACTION]`` they find, each ``--option`` that follows on the same line must be an
+option of that command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from complexorder.cli import COMMANDS, build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+         *sorted(p for p in (ROOT / "benchmarks").rglob("*") if p.suffix in {".md", ".toml", ".sh", ".py"})]
+
+_MENTION = re.compile(r"complexorder (%s)\b" % "|".join(COMMANDS))
+_OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return set(parser._option_string_actions)
+
+
+def documented_option_problems(text: str, where: str, top: argparse.ArgumentParser) -> list[str]:
+    """``where: complexorder CMD ...: --option`` for each option a quoted command line gives that its command lacks.
+
+    A mention runs to the end of its backtick span, its shell comment, pipe or redirection, or the line."""
+    problems = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        for mention in _MENTION.finditer(line):
+            rest = re.split(r"`|\s#\s|\s[|<>]\s|\s&&\s|;\s", line[mention.end():])[0]
+            parser = _subparsers(top)[mention.group(1)]
+            words = rest.split()
+            actions = _subparsers(parser)
+            if actions and words and words[0] in actions:  # `translate run`, `lm train`
+                parser = actions[words[0]]
+            known = _options(parser)
+            for option in _OPTION.findall(rest):
+                if option not in known:
+                    problems.append(f"{where}:{lineno}: complexorder {mention.group(1)} ...: {option}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def parser() -> argparse.ArgumentParser:
+    return build_parser()
+
+
+def test_the_scan_finds_wrong_options_and_accepts_right_ones(parser):
+    text = ("run `complexorder classify --config table2 --datasets MR` then\n"
+            "    complexorder translate run --checkpoint x.pt --beam-size 4 < en.txt  # --not-an-option here\n"
+            "complexorder lm train --config proxy_cpu --corpus c --out o --embeding vanilla\n"
+            "`complexorder report --result r.jsonl`, complexorder inspect ck.pt --out-dir d\n")
+    assert documented_option_problems(text, "t.md", parser) == [
+        "t.md:3: complexorder lm ...: --embeding",
+        "t.md:4: complexorder report ...: --result",
+    ]
+
+
+def test_documented_commands_use_existing_options(parser):
+    problems, mentions = [], 0
+    for path in FILES:
+        text = path.read_text(encoding="utf-8")
+        mentions += len(_MENTION.findall(text))
+        problems += documented_option_problems(text, str(path.relative_to(ROOT)), parser)
+    assert mentions > 1000  # the scan reads the files it should
+    assert problems == []
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["demo", "--bogus"], "usage: complexorder demo "),
+    (["translate", "run", "--checkpoint", "x.pt", "--bogus"], "usage: complexorder translate run "),
+])
+def test_an_unknown_option_is_reported_with_its_commands_usage(capsys, argv, usage):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)  # not the top-level `usage: complexorder [-h] [--version] COMMAND ...`
+    assert err.rstrip().endswith("error: unrecognized arguments: --bogus")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["classify", "--data", "d", "--dry-run"], "unrecognized arguments: --data d"),  # --data-dir, abbreviated
+    (["lm", "eval", "--checkpoint", "c.pt", "--corpus", "c", "--split", "valid"],  # --splits, abbreviated
+     "unrecognized arguments: --split valid"),
+])
+def test_options_are_taken_by_their_full_names_only(capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(message)
