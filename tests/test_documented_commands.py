@@ -106,3 +106,27 @@ def test_options_are_taken_by_their_full_names_only(capsys, argv, message):
         main(argv)
     assert exc.value.code == 2
     assert capsys.readouterr().err.rstrip().endswith(message)
+
+
+@pytest.mark.parametrize("argv, name, dest", [
+    (["translate", "train", "--config", "cpu-vanilla"], "--run-dir", "run_dir"),
+    (["translate", "run", "--checkpoint", "c.pt"], "--output", "output"),
+    (["translate", "average", "--run-dir", "r"], "--output", "output"),
+    (["inspect", "c.pt"], "--out-dir", "out_dir"),
+])
+def test_out_is_taken_where_the_output_option_has_another_name(parser, argv, name, dest):
+    # `--out` is the output option of `vectors train`, `report`, `ablate` and `lm build-corpus|prepare-text8|train`;
+    # the commands that named theirs otherwise (--run-dir, --output, --out-dir) take --out too, for the same value
+    for flag in (name, "--out"):
+        assert getattr(parser.parse_args([*argv, flag, "x"]), dest) == "x"
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["translate", "train", "--config", "cpu-vanilla", "--out", ""], "--out"),
+    (["translate", "train", "--config", "cpu-vanilla", "--run-dir="], "--run-dir"),
+    (["inspect", "c.pt", "--out="], "--out"),
+])
+def test_an_empty_value_names_the_option_as_written(capsys, argv, flag):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"complexorder: error: {flag}: an empty value; give one, or leave the option "
+                                       "out for its default\n")

@@ -80,8 +80,10 @@ def empty_value_problem(args: argparse.Namespace, argv: list[str],
     for dest, value in vars(args).items():
         if dest in EMPTY_HANDLED_BY_COMMAND or not (value == "" or (isinstance(value, list) and "" in value)):
             continue
-        flag = "--" + dest.replace("_", "-")
-        if any(a == flag or a.startswith(flag + "=") for a in argv):
+        flags = _option_strings(parser, args, dest) if parser is not None else ["--" + dest.replace("_", "-")]
+        given = [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in flags]
+        if given:
+            flag = given[-1]  # the name the user wrote: `translate train --out ''`, not --run-dir
             if dest in required:  # every required option names a file or directory, --config a name or file
                 return f"{flag}: an empty value; give {'a config name or file' if dest == 'config' else 'a path'}"
             return f"{flag}: an empty value; give one, or leave the option out for its default"
@@ -97,6 +99,15 @@ def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             if chosen is not None:
                 return chosen_parser(chosen, args)
     return parser
+
+
+def _option_strings(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> list[str]:
+    """The long option names of ``dest`` in the command chosen in ``args`` (an alias too: ``--run-dir``, ``--out``)."""
+    for parser in (chosen_parser(parser, args), parser):
+        for action in parser._actions:
+            if action.dest == dest and action.option_strings:
+                return [name for name in action.option_strings if name.startswith("--")]
+    return ["--" + dest.replace("_", "-")]
 
 
 def _required_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> set[str]:

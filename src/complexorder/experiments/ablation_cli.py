@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "smallest (Table 7), and a chosen word as waves over positions (Fig. 1).")
     i.add_argument("checkpoint", help="a classifier checkpoint (written by classify/ablate into the config's "
                                       "checkpoint_dir or --checkpoint-dir)")
-    i.add_argument("--out-dir", help="where the PNGs and table7.md go (default: runs/inspect/CHECKPOINT-NAME)")
+    i.add_argument("--out-dir", "--out", dest="out_dir", help="where the PNGs and table7.md go (default: runs/inspect/CHECKPOINT-NAME)")
     i.add_argument("--word", help="word to draw as waves (Fig. 1)")
     i.add_argument("--dims", help="dimensions to draw, e.g. 0,5,9 (default: slowest, middle and fastest)")
     i.add_argument("--top", type=int, default=50, help="words per list (default 50)")

@@ -62,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a packaged config name (e.g. cpu-complex-order, paper-vanilla) or a TOML file")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="override a config value, e.g. --set train.max_steps=2000 (repeatable)")
-    t.add_argument("--run-dir", help="where checkpoints and logs go (default: runs/translation/<config name>)")
+    t.add_argument("--run-dir", "--out", dest="run_dir",
+                   help="where checkpoints and logs go (default: runs/translation/<config name>)")
     t.add_argument("--data-dir", help="data directory holding translation/multi30k "
                                       "(default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     _common(t)
@@ -85,7 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "empty lines stay empty.")
     r.add_argument("--checkpoint", required=True, help="a translation checkpoint")
     r.add_argument("--input", default="-", help="source sentences, one per line ('-' = standard input)")
-    r.add_argument("--output", default="-", help="where the translations go ('-' = standard output)")
+    r.add_argument("--output", "--out", dest="output", default="-",
+                   help="where the translations go ('-' = standard output)")
     _decode_options(r)
     _common(r)
 
@@ -96,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--run-dir", help="average the last --last epoch checkpoints (epochN.pt, one per finished "
                                      "epoch) of this run instead")
     a.add_argument("--last", type=int, default=5, help="how many epoch checkpoints with --run-dir (default 5)")
-    a.add_argument("--output", required=True, help="the averaged checkpoint")
+    a.add_argument("--output", "--out", dest="output", required=True, help="the averaged checkpoint")
 
     d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)",
                            description="Fetches the raw Multi30k En-De files (train, val, test2016) into "
