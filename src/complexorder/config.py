@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import tomllib
 import types
 import typing
@@ -142,14 +143,14 @@ def _check_value(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected a table, got {value!r}")
         return config_from_dict(value, typing.cast(type, tp), where)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if tp is float:  # NumPy numbers too (np.float32(0.1), np.int64(3)); not bools (np.True_ is no Real)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(f"{where}: expected a number, got {value!r}")
         return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
+    if tp is int:  # NumPy integers too (np.int64(4), as np.random.choice draws them), returned as int
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ValueError(f"{where}: expected an integer, got {value!r}")
-        return value
+        return int(value)
     if tp is bool:
         if not isinstance(value, bool):
             raise ValueError(f"{where}: expected true or false, got {value!r}")
@@ -171,6 +172,23 @@ def check_fields(config: Any, where: str) -> None:
         if typing.Literal in (typing.get_origin(tp), *map(typing.get_origin, typing.get_args(tp))):
             continue  # names: the model checks them with messages of its own
         _check_value(getattr(config, f.name), tp, f"{where}.{f.name}")
+    plain_numbers(config)
+
+
+def plain_numbers(config: Any) -> None:
+    """Store NumPy numbers in the ``int`` and ``float`` fields (``int | None`` too) of the config dataclass instance
+    ``config`` as plain Python ones, in place: ``np.int64(4)`` as ``4``, as the layers take them, so that the config
+    serialises to JSON and checkpoints. What is not a number (a bool, ``np.True_``, a string) is left for
+    :func:`check_fields` to refuse."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value, kinds = getattr(config, f.name), (hints[f.name], *typing.get_args(hints[f.name]))
+        if isinstance(value, (bool, int, float)) or not isinstance(value, numbers.Real):
+            continue  # already plain, or not a number
+        if int in kinds and isinstance(value, numbers.Integral):
+            setattr(config, f.name, int(value))
+        elif float in kinds:
+            setattr(config, f.name, float(value))
 
 
 def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:

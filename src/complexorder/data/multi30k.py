@@ -304,12 +304,12 @@ def tokenizer_from_state(state: dict) -> SubwordTokenizer | WordTokenizer:
 # --------------------------------------------------------------------------------------
 
 
-def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60.0) -> Path:
+def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60.0, progress: bool = True) -> Path:
     """Fetch the six raw Multi30k files into ``<data dir>/translation/multi30k`` and check them.
 
     Files already present with the right SHA-256 are kept. Offline: a one-line
     :class:`ConnectionError` naming the URL; a file that does not match its checksum is a
-    :class:`ValueError` and is not kept.
+    :class:`ValueError` and is not kept. ``progress=False`` hides the downloads' bars.
     """
     folder = multi30k_dir(data_dir)
     for split in SPLITS:
@@ -319,7 +319,8 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
             if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == expected:
                 continue
             url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
-            archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir")
+            archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir",
+                            progress=progress)
             blob = archive.read_bytes()
             try:
                 data = gzip.decompress(blob)

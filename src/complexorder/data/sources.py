@@ -71,10 +71,11 @@ def _extract(blob: bytes, source: Source, member: str) -> bytes:
         raise ValueError(f"{source.url} has no member {member!r}; the upstream archive has changed") from None
 
 
-def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=print) -> list[Path]:
+def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=print, *,
+                     progress: bool = True) -> list[Path]:
     """Fetch data set ``name`` into ``<data_dir>/classification/<name>/``. Files already present and valid are kept;
     present ones whose SHA-256 differs from the reference are an error naming them (``verify=False``: kept as they
-    are), never replaced: the difference may be the user's own edit."""
+    are), never replaced: the difference may be the user's own edit. ``progress=False`` hides the download's bar."""
     if name not in SOURCES:
         raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(SOURCES)}")
     spec = DATASETS[name]
@@ -98,7 +99,7 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
         archive = cache / Path(source.url).name
         local = archive.is_file()  # a copy put there by hand (the offline error says to) or by an earlier run
         log(f"using the local copy {archive} of {source.url}" if local else f"downloading {source.url}")
-        blob = fetch(source.url, archive, what="--data-dir").read_bytes()
+        blob = fetch(source.url, archive, what="--data-dir", progress=progress).read_bytes()
         for target, member in targets.items():
             try:
                 data = _extract(blob, source, member)

@@ -213,15 +213,15 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True, 
     return manifest
 
 
-def download_text8(data_dir: str | Path, sha256: str | None = TEXT8_ZIP_SHA256) -> Path:
+def download_text8(data_dir: str | Path, sha256: str | None = TEXT8_ZIP_SHA256, *, progress: bool = True) -> Path:
     """Download ``text8.zip`` into ``data_dir`` (atomically) and check it.
 
     The archive must have :data:`TEXT8_ZIP_BYTES` bytes and the SHA-256 ``sha256`` (by default
     :data:`TEXT8_ZIP_SHA256`; ``None`` checks the size only); a mismatch is a ``ValueError`` and
-    nothing is kept. :func:`prepare_text8` then checks the content.
+    nothing is kept. :func:`prepare_text8` then checks the content. ``progress=False`` hides the download's bar.
     """
     dest = Path(data_dir) / "text8.zip"
-    fetch(TEXT8_URL, dest, sha256=sha256, what="--data-dir")
+    fetch(TEXT8_URL, dest, sha256=sha256, what="--data-dir", progress=progress)
     size = dest.stat().st_size
     if size != TEXT8_ZIP_BYTES:
         dest.unlink()

@@ -216,6 +216,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated data sets to fetch (default: all, %(default)s)")
     d.add_argument("--data-dir", help="where classification/NAME/ folders are written (default: $COMPLEXORDER_DATA or "
                                       "~/.cache/complexorder/data)")
+    d.add_argument("--no-progress", action="store_true", help="no download progress bar (it shows only when standard error is a terminal)")
     d.add_argument("--skip-checksum", action="store_true",
                    help="keep files whose SHA-256 differs from the reference: files already in --data-dir (never "
                         "replaced; without this option they are an error) and files downloaded now")
@@ -333,7 +334,7 @@ def run_download(args: argparse.Namespace) -> int:
 
     data_dir = resolve_data_dir(args.data_dir)
     for name in parse_names(args.datasets, DATASETS, "datasets"):
-        files = download_dataset(name, data_dir, verify=not args.skip_checksum)
+        files = download_dataset(name, data_dir, verify=not args.skip_checksum, progress=not args.no_progress)
         print(f"{name}: {'fetched ' + ', '.join(f.name for f in files) if files else 'already present'}")
     return 0
 

@@ -60,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="accept a text8.zip or text8 whose SHA-256 differs from the pinned one (not with --sha256)")
     t8.add_argument("--data-dir", help="data directory (default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     t8.add_argument("--out", help="output directory (default: DATA_DIR/text8)")
+    t8.add_argument("--no-progress", action="store_true", help="no download progress bar (it shows only when standard error is a terminal)")
     t8.set_defaults(func=run_prepare_text8)
 
     tr = actions.add_parser("train", help="train (or --resume) a Transformer-XL",
@@ -164,7 +165,7 @@ def run_prepare_text8(args: argparse.Namespace) -> int:
     check_writable(out, "--out" if args.out else "--data-dir", directory=True)
     if args.download:
         expected = None if args.skip_checksum else (pinned or TEXT8_ZIP_SHA256)
-        source = download_text8(data_dir, sha256=expected)
+        source = download_text8(data_dir, sha256=expected, progress=not args.no_progress)
         print(f"downloaded {source} (sha256 {sha256_of(source)})")
     else:
         source = Path(args.source)

@@ -105,6 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "DATA_DIR/translation/multi30k, checked against their SHA-256.")
     d.add_argument("--data-dir", help="data directory; the files go to DATA_DIR/translation/multi30k (default: "
                                       "$COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
+    d.add_argument("--no-progress", action="store_true",
+                   help="no download progress bar (it shows only when standard error is a terminal)")
     for parser in (t, e, r, a, d):
         parser.set_defaults(func=run)
 
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "download":
         from ..data.multi30k import download_multi30k
 
-        print(f"Multi30k is in {download_multi30k(args.data_dir)}")
+        print(f"Multi30k is in {download_multi30k(args.data_dir, progress=progress)}")
         return 0
     # before any work: an unwritable output, or one that would overwrite an input, is a one-line error
     reads = {}

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..config import check_fields, check_number
+from ..config import check_fields, check_number, plain_numbers
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
@@ -125,6 +125,9 @@ class Seq2SeqConfig:
     readout: Literal["real-imag", "modulus-squared"] = "real-imag"
     phase_dropout: float = 0.0
 
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # np.int64(4) is stored as 4 (JSON and checkpoints take plain numbers only)
+
 
 READOUTS = ("real-imag", "modulus-squared")
 
@@ -139,14 +142,52 @@ def _check_token_ids(name: str, tokens: Tensor, dims: int) -> None:
                          f"{tokens.dtype}")
 
 
+_INDEX_FORM = "a 1-D integer tensor of beam/batch positions, each in [0, batch)"
+
+
 def reorder_cache(cache: dict, index: Tensor) -> dict:
-    """Select batch rows ``index`` of every tensor in a (nested) decoding cache, in place (beam search)."""
+    """Select batch rows ``index`` of every tensor in a (nested) decoding cache, in place (beam search).
+
+    ``index`` is a 1-D integer tensor of the rows to keep (beam back-pointers), each in ``[0, batch)``, ``batch``
+    being the rows the cache holds; another form is a one-line ``TypeError`` or ``ValueError`` naming ``index``, raised
+    before the cache is touched. The range is checked for a CPU ``index`` only: checking a GPU one would wait for
+    the GPU (a host sync) at every decoding step."""
+    tensors = _cache_tensors(cache)
+    index = _check_reorder_index(index, tensors)
+    for tensor_dict, key in tensors:
+        tensor_dict[key] = tensor_dict[key].index_select(0, index)
+    return cache
+
+
+def _cache_tensors(cache: dict) -> list[tuple[dict, Any]]:
+    """``(dict, key)`` of every tensor in the nested dict ``cache``."""
+    found: list[tuple[dict, Any]] = []
     for key, value in cache.items():
         if isinstance(value, dict):
-            reorder_cache(value, index)
+            found.extend(_cache_tensors(value))
         elif isinstance(value, Tensor):
-            cache[key] = value.index_select(0, index)
-    return cache
+            found.append((cache, key))
+    return found
+
+
+def _check_reorder_index(index: object, tensors: list[tuple[dict, Any]]) -> Tensor:
+    """``index`` as ``index_select`` takes it (int32 or int64), or a one-line error naming it."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index must be {_INDEX_FORM}, got {type(index).__name__}")
+    if index.is_floating_point() or index.is_complex() or index.dtype == torch.bool:
+        raise TypeError(f"index must be {_INDEX_FORM}, got dtype {index.dtype}")
+    if index.dim() != 1:
+        raise ValueError(f"index must be {_INDEX_FORM}, got shape {tuple(index.shape)}")
+    if index.dtype not in (torch.int32, torch.int64):
+        index = index.long()  # uint8, int16, ...: index_select takes int32 and int64 only
+    sizes = [d[k].shape[0] for d, k in tensors if d[k].dim()]
+    if index.device.type == "cpu" and index.numel() and sizes:  # on a GPU min/max would sync host and device
+        batch = min(sizes)
+        low, high = (int(v) for v in torch.aminmax(index))
+        if low < 0 or high >= batch:
+            raise ValueError(f"index must be {_INDEX_FORM}; the cache holds batch = {batch} rows, got values from "
+                             f"{low} to {high}")
+    return index
 
 
 def _check_cache(cache: dict, position: int, memory: Tensor) -> None:

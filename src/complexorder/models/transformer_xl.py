@@ -99,7 +99,7 @@ from typing import Any, Literal, cast
 import torch
 from torch import Tensor, nn
 
-from ..config import check_fields, check_number
+from ..config import check_fields, check_number, plain_numbers
 from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, sinusoidal_position_encoding
 from ..nn.functional import positive_int
 from .tied import refuse_untied_state
@@ -180,6 +180,9 @@ class TransformerXLConfig:
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
     phase_dropout: float = 0.0  # complex embeddings only: dropout on the phases in training (see the embeddings)
+
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # np.int64(4) is stored as 4 (JSON and checkpoints take plain numbers only)
 
 
 def check_config(cfg: TransformerXLConfig) -> None:
