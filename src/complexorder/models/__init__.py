@@ -1,4 +1,8 @@
-"""Models: one file per architecture, the embedding passed in. Models return logits."""
+"""Models: one file per architecture, the embedding passed in. Models return logits.
+
+The four classifiers of Table 2 (:func:`build_classifier` builds one by name), the encoder-decoder Transformer of
+Table 5 (:class:`TransformerSeq2Seq`, configured by :class:`Seq2SeqConfig`) and the character-level Transformer-XL of
+Table 6 (:class:`TransformerXL`, configured by :class:`TransformerXLConfig`)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from torch import nn
 from .cnn import CNNClassifier
 from .fasttext import FastTextClassifier
 from .lstm import LSTMClassifier
+from .seq2seq import Seq2SeqConfig, TransformerSeq2Seq
 from .transformer import TransformerClassifier
+from .transformer_xl import TransformerXL, TransformerXLConfig
 
 CLASSIFIERS: dict[str, type[nn.Module]] = {
     "fasttext": FastTextClassifier,
@@ -54,4 +60,4 @@ def build_classifier(architecture: str, embedding: nn.Module, num_classes: int, 
 
 
 __all__ = ["CLASSIFIERS", "build_classifier", "CNNClassifier", "FastTextClassifier", "LSTMClassifier",
-           "TransformerClassifier"]
+           "TransformerClassifier", "Seq2SeqConfig", "TransformerSeq2Seq", "TransformerXLConfig", "TransformerXL"]
