@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,6 +19,8 @@ def _make_api():
     return module
 
 
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="docs/api.md is written under Python 3.11; other versions "
+                    "print some annotations differently (typing.Optional, unions)")
 def test_api_reference_is_up_to_date():
     make_api = _make_api()
     assert (ROOT / "docs" / "api.md").read_text(encoding="utf-8") == make_api.render(), \
