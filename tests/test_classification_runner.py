@@ -1254,3 +1254,33 @@ def test_finished_units_of_other_data_are_never_taken_for_this_datas(tmp_path):
     with open(grid.results, "w") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in lines))
     assert run_grid(dataclasses.replace(grid, data_dir=str(other)), progress=False, log=lambda *_: None) == []
+
+
+def test_load_grid_config_is_the_python_api_of_classify_options():
+    # the grid `complexorder classify --config table2 --datasets TREC --models cnn --embeddings complex-order
+    # --seeds 1 --epochs 2` runs, built in Python
+    import numpy as np
+
+    from complexorder.experiments.classification import load_grid_config, plan_units
+
+    grid = load_grid_config("table2", datasets=["TREC"], models=["cnn"], embeddings=["complex-order"], seeds=(1,),
+                            epochs=np.int64(2), data_dir="somewhere")
+    assert [(u.dataset, u.model, u.variant.label, u.split) for u in plan_units(grid)] == [
+        ("TREC", "cnn", "complex-order", "seed-1")]
+    assert grid.seeds == [1] and grid.data_dir == "somewhere" and grid.name == "table2"
+    assert {getattr(grid, m).epochs for m in ("fasttext", "cnn", "lstm", "transformer")} == {2}
+    assert type(grid.cnn.epochs) is int
+
+    # a label selects its row only; an embedding name that is no label selects every row built on it
+    table4 = load_grid_config("table4", "ablation", embeddings=["complex-order"])
+    assert [v.label for v in table4.variants] == ["complex-order"]
+    with pytest.raises(ValueError, match=r"^embeddings: unknown name 'complex-ordr'; valid names: 'complex-order'; "):
+        load_grid_config("table4", "ablation", embeddings=["complex-ordr"])
+    with pytest.raises(TypeError, match=r"^load_grid_config: unknown field 'dataset'; valid fields: checkpoint_dir, "):
+        load_grid_config("table2", dataset=["TREC"])
+    with pytest.raises(ValueError, match=r"^epochs must be a positive integer, got 0$"):
+        load_grid_config("table2", epochs=0)
+    with pytest.raises(ValueError, match=r"^embeddings must be a list of names, got 'tpe'$"):
+        load_grid_config("table2", embeddings="tpe")
+    with pytest.raises(ValueError, match=r"unknown dataset 'TRECC'"):
+        load_grid_config("table2", datasets=["TRECC"])

@@ -130,3 +130,33 @@ def test_an_empty_value_names_the_option_as_written(capsys, argv, flag):
     assert main(argv) == 2
     assert capsys.readouterr().err == (f"complexorder: error: {flag}: an empty value; give one, or leave the option "
                                        "out for its default\n")
+
+
+def test_the_python_example_of_docs_configs_calls_the_api_as_it_is(monkeypatch):
+    # the example in docs/configs.md, run with the three training functions replaced by stand-ins that check the
+    # arguments they are given against the real signatures (training itself takes minutes to hours)
+    import inspect
+
+    import complexorder.experiments.classification as classification
+    import complexorder.experiments.language_model as language_model
+    import complexorder.experiments.translation as translation
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "configs.md").read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 1
+    calls = []
+    for module, name in ((classification, "run_grid"), (translation, "train_translation"),
+                         (language_model, "train_language_model")):
+        real = getattr(module, name)
+
+        def stand_in(*args, _real=real, **kwargs):
+            inspect.signature(_real).bind(*args, **kwargs)  # a TypeError if the example calls it wrongly
+            calls.append((_real.__name__, args))
+            return {}
+
+        monkeypatch.setattr(module, name, stand_in)
+    exec(compile(blocks[0], "docs/configs.md", "exec"), {})
+    assert [name for name, _ in calls] == ["run_grid", "train_translation", "train_language_model"]
+    grid, config, lm_config = calls[0][1][0], calls[1][1][0], calls[2][1][0]
+    assert (grid.datasets, grid.models, grid.seeds, grid.results) == (["TREC"], ["cnn"], [1, 2], "runs/trec_cnn.jsonl")
+    assert config.train.lr == 0.0016
+    assert lm_config.model.frequency_init == "zeros"

@@ -11,6 +11,7 @@ options such as ``frequency_sharing`` and the model's ``share_weights``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -25,7 +26,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
                           save_checkpoint, scan_jsonl)
-from ..config import FLOAT32_MAX, check_number, config_to_dict
+from ..config import FLOAT32_MAX, check_number, config_from_dict, config_to_dict, find_config, read_extended_toml
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, dataset_digest, dataset_folder, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
@@ -41,7 +42,7 @@ from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
 from ..nn.functional import ATTENTION_SCORES, as_integer
 from .training import LOSSES, count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
 
-__all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "plan_units", "run_grid", "run_unit",
+__all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "load_grid_config", "plan_units", "run_grid", "run_unit",
            "build_model_from_config", "unit_key"]
 
 
@@ -345,6 +346,66 @@ class GridConfig:
                              "Markdown table; rename it")
         if len(set(labels)) != len(labels):
             raise ValueError(f"variant labels must be unique, got {labels}")
+
+
+def select_variants(variants: list[Variant], names: list[str], what: str = "embeddings") -> list[Variant]:
+    """The variants named in ``names``: by label, or by embedding name.
+
+    A name that is some variant's label selects that variant only, even where it is also an embedding name: in the
+    Table 4 grid ``complex-order`` is the first row, not every row built on the complex-order embedding. A name that
+    is no label selects every variant with that embedding (``complex-order`` in a config whose only such row is
+    labelled ``"complex-order, frequency lr x0.1"``). An unknown name is a one-line ``ValueError`` naming ``what``."""
+    labels = [v.label for v in variants]
+    valid = list(dict.fromkeys(labels + [v.embedding for v in variants]))
+    for name in names:
+        if name not in valid:
+            raise ValueError(f"{what}: unknown name {name!r}; valid names: {'; '.join(repr(v) for v in valid)}")
+    wanted = set(names)
+    return [v for v in variants if v.label in wanted or (v.embedding in wanted and v.embedding not in labels)]
+
+
+def load_grid_config(config: str | Path = "table2", task: str = "classification", *, epochs: int | None = None,
+                     **changes: Any) -> GridConfig:
+    """The grid of a packaged config (``"table2"``; ``task="ablation"``: ``"table4"``) or of a TOML file, with
+    ``changes`` to its fields, checked as ``complexorder classify`` checks its options.
+
+    Args:
+        config: a packaged config name or a path to a TOML file (which may ``extends`` a packaged one).
+        task: ``"classification"`` or ``"ablation"``, where packaged names are looked up.
+        epochs: every model's epoch cap, as ``--epochs``.
+        **changes: :class:`GridConfig` fields: ``datasets=["TREC"]``, ``models=["cnn"]``, ``folds=[0]``,
+            ``seeds=[1]``, ``data_dir=...``, ``results=...``; ``embeddings=[...]`` selects the config's variants by
+            label or embedding name, as ``--embeddings``.
+
+    Examples::
+
+        >>> grid = load_grid_config("table2", datasets=["TREC"], models=["cnn"], embeddings=["complex-order"],
+        ...                         seeds=[1], epochs=2)
+        >>> [(u.dataset, u.model, u.variant.label, u.split) for u in plan_units(grid)]
+        [('TREC', 'cnn', 'complex-order', 'seed-1')]
+    """
+    path = find_config(config, task)
+    raw = read_extended_toml(path, task)
+    raw.setdefault("name", path.stem)  # a file of one's own without `name` ran (and recorded) as "table2"
+    grid = config_from_dict(raw, GridConfig, where=str(path))
+    grid.check_names(str(path))  # before the subsets: a misspelt name in the file is named with the file
+    fields = {f.name for f in dataclasses.fields(GridConfig)}
+    unknown = sorted(set(changes) - fields)
+    if unknown:
+        raise TypeError(f"load_grid_config: unknown field {unknown[0]!r}; valid fields: {', '.join(sorted(fields))}")
+    if "embeddings" in changes:
+        names = changes.pop("embeddings")
+        if isinstance(names, str) or not isinstance(names, Iterable):
+            raise ValueError(f"embeddings must be a list of names, got {names!r}")
+        changes["variants"] = select_variants(grid.resolved_variants(), list(names))
+    grid = dataclasses.replace(grid, **changes)
+    if epochs is not None:
+        if isinstance(epochs, bool) or as_integer(epochs) is None or epochs <= 0:
+            raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
+        for model in CLASSIFIERS:
+            setattr(grid, model, dataclasses.replace(getattr(grid, model), epochs=int(epochs)))
+    grid.validate()
+    return grid
 
 
 @dataclass

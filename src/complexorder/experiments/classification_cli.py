@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 import sys
 from collections import Counter
@@ -12,12 +11,13 @@ from typing import Any, overload
 
 from ..checkpoint import check_writable
 from ..models import CLASSIFIERS
-from ..config import check_no_repeats, config_from_dict, find_config, read_extended_toml
+from ..config import check_no_repeats, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
 from ..environment import NO_PROGRESS_HELP, set_threads
-from .classification import GridConfig, dry_run_summary, plan_units, run_grid
+from .classification import GridConfig, dry_run_summary, load_grid_config, plan_units, run_grid
+from .classification import select_variants as select_variants_by_name
 
 
 @overload
@@ -50,17 +50,10 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
 
 
 def select_variants(variants, text: str) -> list:
-    """The variants named in ``--embeddings`` ``text``: by label, or by embedding name.
-
-    A name that is some variant's label selects that variant only, even where it is also an embedding
-    name: in the Table 4 grid ``complex-order`` is the first row, not every row built on the complex-order
-    embedding. A name that is no label selects every variant with that embedding (``complex-order`` in a
-    config whose only such row is labelled ``"complex-order, frequency lr x0.1"``).
-    """
+    """The variants named in ``--embeddings`` ``text`` (see :func:`classification.select_variants`)."""
     labels = [v.label for v in variants]
     valid = list(dict.fromkeys(labels + [v.embedding for v in variants]))
-    wanted = set(parse_names(text, valid, "embeddings"))
-    return [v for v in variants if v.label in wanted or (v.embedding in wanted and v.embedding not in labels)]
+    return select_variants_by_name(variants, parse_names(text, valid, "embeddings"))
 
 
 #: The most values one ``--folds``/``--seeds`` option may select (each is at least one trained model).
@@ -224,11 +217,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def load_grid(args: argparse.Namespace, task: str = "classification") -> GridConfig:
-    path = find_config(args.config, task)
-    raw = read_extended_toml(path, task)
-    raw.setdefault("name", path.stem)  # a file of one's own without `name` ran (and recorded) as "table2"
-    grid = config_from_dict(raw, GridConfig, where=str(path))
-    grid.check_names(str(path))  # before the subsets: a misspelt name in the file is named with the file
+    """The grid of ``--config`` with the command line's subsets and settings (:func:`load_grid_config`)."""
     changes: dict[str, Any] = {}
     if args.datasets is not None:
         changes["datasets"] = parse_names(args.datasets, DATASETS, "datasets")
@@ -236,8 +225,6 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
         # any model, as --datasets takes any data set: one the config leaves out runs with its [model] settings
         # (the defaults where the config has none, noted before training); it said "unknown name 'transformer'"
         changes["models"] = parse_names(args.models, list(CLASSIFIERS), "models")
-    if args.embeddings is not None:
-        changes["variants"] = select_variants(grid.resolved_variants(), args.embeddings)
     for name in ("folds", "seeds"):
         values = parse_ints(getattr(args, name), name)
         if values is not None:
@@ -245,14 +232,13 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
     for name in ("data_dir", "vectors", "vectors_format", "results", "checkpoint_dir", "device"):
         if getattr(args, name, None):
             changes[name] = getattr(args, name)
-    grid = dataclasses.replace(grid, **changes)
-    if args.epochs is not None:
-        if args.epochs <= 0:
-            raise ValueError(f"--epochs must be positive, got {args.epochs}")
-        for model in ("fasttext", "cnn", "lstm", "transformer"):
-            setattr(grid, model, dataclasses.replace(getattr(grid, model), epochs=args.epochs))
-    grid.validate()
-    return grid
+    if args.epochs is not None and args.epochs <= 0:
+        raise ValueError(f"--epochs must be positive, got {args.epochs}")
+    if args.embeddings is None:
+        return load_grid_config(args.config, task, epochs=args.epochs, **changes)
+    # --embeddings selects among the file's variants (by label or embedding name), named in its own error
+    variants = select_variants(load_grid_config(args.config, task).resolved_variants(), args.embeddings)
+    return load_grid_config(args.config, task, epochs=args.epochs, **changes, variants=variants)
 
 
 def command_line() -> str:
