@@ -18,6 +18,17 @@ integer or float tensors broadcastable to ``tokens`` -- step-wise decoding and
 Transformer-XL memories pass them.
 
 Every module exposes ``is_complex`` so that a model can pick real or complex layers.
+
+Every embedding works under ``torch.func`` transforms (``grad``; ``vmap``, per-sample gradients
+``vmap(grad(loss))`` with ``torch.func.functional_call`` included; ``jvp``, ``jacrev``, ``jacfwd``) and
+forward-mode AD (``torch.autograd.forward_ad`` dual tensors), with the eager path's values. The complex
+embeddings then compute Eq. 5 with plain autograd (the fused function and its native kernel have no batching
+rule and no forward derivative), as under ``torch.compile``. The checks that read values (token ids in the
+vocabulary, finite and in-range positions) are skipped for the tensors a transform wraps (``vmap``'s batched
+inputs have no single value to read); an id outside the table still fails in ``F.embedding``'s lookup, with an
+``IndexError`` that does not name it. Inside ``vmap``, ``sparse=True`` gives dense gradients (PyTorch cannot
+batch sparse ones; ``nn.Embedding(sparse=True)`` fails there), and phase dropout in training mode needs
+``vmap(..., randomness="different")`` or ``"same"``, as any dropout.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from torch import Tensor, nn
 
 from .nn.functional import as_integer, check_flags
 from .nn.wave import (complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding,
-                      complex_vanilla_embedding_reference)
+                      complex_vanilla_embedding_reference, sparse_allowed)
 
 __all__ = [
     "EMBEDDINGS",
@@ -88,8 +99,12 @@ def _check_tokens(tokens: Tensor, num_embeddings: int) -> None:
 def _values_readable(t: Tensor) -> bool:
     """Whether checks that read a tensor's values (ids in the vocabulary, finite positions) run: not on the ``meta``
     device (shapes only: no values to read), nor while ``torch.compile`` traces (a read is a host sync and breaks
-    the graph; the compiled model then runs unchecked, as ``nn.Embedding``'s index check is a kernel assertion)."""
-    return t.device.type != "meta" and not torch.compiler.is_compiling()
+    the graph; the compiled model then runs unchecked, as ``nn.Embedding``'s index check is a kernel assertion), nor
+    on a tensor that a ``torch.func`` transform wraps (``vmap``'s batched tensors, and ``grad``'s and ``jvp``'s
+    wrappers: a batched tensor has no single value to read, and ``vmap`` refuses the read; ``F.embedding`` still
+    raises an ``IndexError`` for an id outside the table, without the id)."""
+    return (t.device.type != "meta" and not torch.compiler.is_compiling()
+            and not torch._C._functorch.is_functorch_wrapped_tensor(t))
 
 
 def _position_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -395,7 +410,7 @@ class WordEmbedding(nn.Module):
 
     def embed_words(self, tokens: Tensor) -> Tensor:
         _check_tokens(tokens, self.num_embeddings)
-        return F.embedding(tokens, self.weight, self.padding_idx, sparse=self.sparse)
+        return F.embedding(tokens, self.weight, self.padding_idx, sparse=sparse_allowed(self.sparse))
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
         """The word vectors alone (positions are validated and ignored): ``tokens [*, L]`` -> real
@@ -558,7 +573,9 @@ class ComplexOrderEmbedding(nn.Module):
             ``torch.optim.SparseAdam`` (or SGD/Adagrad) for these parameters.
         fused: use the fused autograd function (default). ``False`` runs the plain-autograd
             reference of the same equation: slower, but differentiable twice (the fused function is
-            differentiable once), for gradient penalties or Hessian-vector products.
+            differentiable once), for gradient penalties or Hessian-vector products. Inside ``torch.func``
+            transforms, with forward-mode AD dual tensors and under ``torch.compile`` the reference runs either
+            way (see the module docstring).
         first_position: where the default positions start: ``first_position, ..., first_position + L - 1``
             (default 0, as the paper's Sec. 2 and Eq. 7; the authors' code counts from 1). At
             position 0 the phase is ``theta`` (0 without initial phases), so a word's embedding is
@@ -791,7 +808,8 @@ class ComplexVanillaEmbedding(nn.Module):
         phase_dropout: in training mode, inverted dropout on the phases ``theta`` (0, the default: none),
             as :class:`ComplexOrderEmbedding`'s.
         fused: the native kernel where it applies (CPU float32, the default); ``False`` runs plain autograd,
-            differentiable twice, as :class:`ComplexOrderEmbedding`'s ``fused``.
+            differentiable twice, as :class:`ComplexOrderEmbedding`'s ``fused`` (plain autograd either way inside
+            ``torch.func`` transforms, with forward-mode AD and under ``torch.compile``).
 
     Shape:
         ``[..., L]`` -> ``[..., L, D]`` complex.
