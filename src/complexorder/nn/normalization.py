@@ -117,8 +117,13 @@ class ComplexBatchNorm1d(nn.Module):
         if input.dim() not in (2, 3) or input.shape[1] != self.real.num_features:
             c = self.real.num_features
             raise ValueError(f"ComplexBatchNorm1d expects input [N, {c}] or [N, {c}, L], got {list(input.shape)}")
+        x, y = input.real, input.imag
         if not torch.jit.is_scripting():  # affine weights or running statistics: their dtype must match the input's
             state = self.real.weight if self.real.weight is not None else self.real.running_mean
             if state is not None:
                 CF._require_matching_dtype(input, state)
-        return torch.complex(self.real(input.real), self.imag(input.imag))
+                if state.dtype in (torch.float16, torch.bfloat16) and x.dtype != state.dtype:
+                    # a mix autocast let through (the check passed): batch_norm takes half parts into float32
+                    # statistics, but not float32 parts into half ones, nor float16 into bfloat16
+                    x, y = x.to(state.dtype), y.to(state.dtype)
+        return CF._join(self.real(x), self.imag(y))

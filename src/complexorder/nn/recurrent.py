@@ -7,7 +7,7 @@ from typing import cast
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from . import functional as CF
 from .functional import _require_complex, _require_matching_dtype
@@ -35,6 +35,16 @@ def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
             or any(t.requires_grad for group in args if isinstance(group, (list, tuple)) for t in group)):
         return _lstm_eager(x, *args)
     return torch.lstm(x, *args)
+
+
+def _lstm_kernel_dtype(x: Tensor) -> torch.dtype | None:
+    """Under a float16 autocast on the CPU, the dtype the LSTM kernel runs in instead, with autocast off: float32
+    (float64 for a float64 ``x``, which autocast leaves alone anyway). The CPU's LSTM kernel (oneDNN) has no float16
+    form on most processors ("could not create a primitive descriptor for the LSTM forward propagation primitive",
+    torch.nn.LSTM's error there too). None everywhere else: the kernel runs as autocast has it."""
+    if x.device.type == "cpu" and torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.float16:
+        return torch.promote_types(x.dtype, torch.float32)
+    return None
 
 
 def complex_lstm_block_weight(weight_real: Tensor, weight_imag: Tensor | None) -> Tensor:
@@ -170,7 +180,9 @@ class ComplexLSTM(nn.Module):
 
     def _real_params(self, suffix: str = "") -> list[Tensor]:
         """One direction of one layer as the real LSTM's ``[w_ih, w_hh(, b_ih, b_hh)]``."""
-        ih_re, ih_im, hh_re, hh_im, b_re, b_im = self._cell(suffix)
+        # (under autocast, half weights as float32 first: autocast's cat refuses float16 under bfloat16)
+        ih_re, ih_im, hh_re, hh_im, b_re, b_im = (None if t is None else CF._autocast_weight(t)
+                                                  for t in self._cell(suffix))
         w_ih = complex_lstm_block_weight(cast(Tensor, ih_re), ih_im)  # the *_real weights are never None
         w_hh = complex_lstm_block_weight(cast(Tensor, hh_re), hh_im)
         if b_re is None:
@@ -214,6 +226,7 @@ class ComplexLSTM(nn.Module):
                 hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
             input = input.unsqueeze(0 if self.batch_first else 1)
         h = self.hidden_size
+        input = CF._autocast_input(input)  # under autocast, complex32 as complex64 (autocast's cat refuses float16)
         x = torch.cat((input.real, input.imag), dim=-1)
         batch = x.shape[0] if self.batch_first else x.shape[1]
         states = self.num_layers * self.num_directions
@@ -224,7 +237,7 @@ class ComplexLSTM(nn.Module):
         else:
             if not unbatched:
                 self._check_state(hx, batch, input.dtype)
-            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1) for t in hx)
+            real_hx = tuple(torch.cat((t.real, t.imag), dim=-1) for t in map(CF._autocast_input, hx))
         if lengths is not None:
             lengths = torch.as_tensor(lengths)
             if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:  # 2.7 became 2
@@ -248,12 +261,13 @@ class ComplexLSTM(nn.Module):
                 x = self._next_input(x)
             params = [p for suffix in self._suffixes(layer) for p in self._real_params(suffix)]
             state = tuple(t[layer * dirs:(layer + 1) * dirs] for t in real_hx)
-            if packed is None:
-                x, hl, cl = _lstm(x, state, params, self.bias_real is not None, 1, 0.0, self.training,
-                                       self.bidirectional, self.batch_first)
+            dtype = _lstm_kernel_dtype(x)
+            if dtype is None:
+                x, hl, cl = self._kernel(x, state, params, packed)
             else:
-                x, hl, cl = _lstm(x, packed.batch_sizes, state, params, self.bias_real is not None, 1, 0.0,
-                                       self.training, self.bidirectional)
+                with torch.autocast("cpu", enabled=False):
+                    x, hl, cl = self._kernel(x.to(dtype), tuple(t.to(dtype) for t in state),
+                                             [p.to(dtype) for p in params], packed)
             h_n.append(hl)
             c_n.append(cl)
         h_n, c_n = torch.cat(h_n), torch.cat(c_n)
@@ -263,19 +277,28 @@ class ComplexLSTM(nn.Module):
             h_n = h_n.index_select(1, cast(Tensor, packed.unsorted_indices))
             c_n = c_n.index_select(1, cast(Tensor, packed.unsorted_indices))
         out = self._as_complex_output(x)
-        h_n, c_n = (torch.complex(t[..., :h], t[..., h:]) for t in (h_n, c_n))
+        h_n, c_n = (CF._join(t[..., :h], t[..., h:]) for t in (h_n, c_n))  # complex64 under autocast
         if unbatched:
             out = out.squeeze(0 if self.batch_first else 1)
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
         return out, (h_n, c_n)
 
+    def _kernel(self, x: Tensor, state: tuple[Tensor, ...], params: list[Tensor],
+                packed: PackedSequence | None) -> tuple[Tensor, Tensor, Tensor]:
+        """One layer (both directions) of the real LSTM: ``torch.lstm`` on the padded or the packed input."""
+        if packed is None:
+            return _lstm(x, state, params, self.bias_real is not None, 1, 0.0, self.training, self.bidirectional,
+                         self.batch_first)
+        return _lstm(x, packed.batch_sizes, state, params, self.bias_real is not None, 1, 0.0, self.training,
+                     self.bidirectional)
+
     def _as_complex_output(self, x: Tensor) -> Tensor:
         """The real kernel's output ``[..., (re, im) per direction]`` as complex ``[..., directions * H]``."""
         h = self.hidden_size
         if not self.bidirectional:
-            return torch.complex(x[..., :h], x[..., h:])
-        return torch.complex(torch.cat((x[..., :h], x[..., 2 * h:3 * h]), -1),
-                             torch.cat((x[..., h:2 * h], x[..., 3 * h:]), -1))
+            return CF._join(x[..., :h], x[..., h:])
+        return CF._join(torch.cat((x[..., :h], x[..., 2 * h:3 * h]), -1),
+                        torch.cat((x[..., h:2 * h], x[..., 3 * h:]), -1))
 
     def _next_input(self, x: Tensor) -> Tensor:
         """A layer's real output as the next layer's real input ``[Re z, Im z]``, after complex dropout."""
