@@ -496,7 +496,7 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     assert len(valid) == 2 and valid[-1] < math.log2(27)  # better than uniform guessing
     # interrupted after 5 steps and resumed: the same weights as the straight run
     train_language_model(cfg, corpus, tmp_path / "b", stop_after=5, progress=False)
-    with pytest.raises(ValueError, match="last.pt exists: pass --resume"):
+    with pytest.raises(ValueError, match=r"last.pt exists: pass resume=True \(--resume\)"):
         train_language_model(cfg, corpus, tmp_path / "b", progress=False)
     # resumed with other log and checkpoint intervals (bookkeeping only): still the straight run's weights
     bookkeeping = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "log_interval": 3,

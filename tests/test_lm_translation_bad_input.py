@@ -395,9 +395,9 @@ def test_lm_eval_shows_its_result_before_the_results_file_and_names_a_short_cut(
         assert err == "complexorder: error: cannot write /dev/full: No space left on device\n"  # no "[Errno 28]"
     assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--no-progress", "--splits", "valid",
                  "--max-chars", "3"]) == 2
-    assert capsys.readouterr().err.strip() == ("complexorder: error: --max-chars 3 leaves the valid split 3 characters, "
-                                               "too few for 2 evaluation streams of 2 or more; give at least 4 (or a "
-                                               "smaller --batch-size)")
+    assert capsys.readouterr().err.strip() == ("complexorder: error: max_chars = 3 (--max-chars) leaves the valid split "
+                                               "3 characters, too few for 2 evaluation streams of 2 or more; give at "
+                                               "least 4 (or a smaller batch_size, --batch-size)")
     for splits in ("valid,", "valid,,test"):
         assert main(["lm", "eval", "--checkpoint", ck, "--corpus", corpus, "--splits", splits]) == 2
         assert capsys.readouterr().err.strip() == (f"complexorder: error: --splits: {splits!r} has an empty entry; "

@@ -20,11 +20,12 @@ import numbers
 import tomllib
 import types
 import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = ["check_no_repeats", "check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
-           "read_toml", "find_config",
+           "parse_override", "overrides_dict", "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
 T = TypeVar("T")
@@ -243,6 +244,60 @@ def merge_overrides(data: dict, overrides: dict[str, Any], cls: type, option: st
                 raise ValueError(f"{option} {dotted}: the config file's {part!r} is not a section")
         node[leaf] = value
     return data
+
+
+def parse_override(item: str, *, name: str = "--set", form: str = "SECTION.KEY=VALUE", example: str = "train.lr=1e-3",
+                   sections: bool = True) -> tuple[str, Any]:
+    """``(dotted key, value)`` of one override string as ``--set`` takes it: ``train.lr=1e-3``.
+
+    The value is read as TOML (``1e-3``, ``true``, ``[0.9, 0.98]``), or kept as a bare string when it is none
+    (``complex-order``). A one-line ``ValueError`` naming ``name`` (``--set``, ``overrides[2]``) when ``item`` has no
+    ``=`` or no key, or (``sections``) a key without a section (``lr=1e-3``); ``form`` and ``example`` say what was
+    expected.
+    """
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key or (sections and "." not in key):
+        raise ValueError(f"{name} {item!r}: expected {form}, e.g. {example}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw  # a bare string such as complex-order
+    return key, value
+
+
+def overrides_dict(overrides: Mapping[str, Any] | Sequence[str] | None, *, name: str = "overrides",
+                   form: str = "SECTION.KEY=VALUE", example: str = "train.lr=1e-3",
+                   sections: bool = True) -> dict[str, Any]:
+    """Config overrides in either form the config loaders take, as ``{dotted key: value}``.
+
+    ``overrides`` is a mapping (``{"train.lr": 1e-3}``, values as they are) or a sequence of ``form`` strings
+    (``["train.lr=1e-3"]``, read by :func:`parse_override`, a later one replacing an earlier one of the same key, as
+    repeated ``--set`` options do); ``None`` is none. A bare string is a one-line ``TypeError`` (it was read one
+    character at a time), and so is anything else that is neither form; a malformed string is a ``ValueError``
+    naming its place (``overrides[1]``).
+    """
+    if overrides is None:
+        return {}
+    expected = f"{name} must be a mapping {{'train.lr': 0.001}} or a list of '{form}' strings"
+    if isinstance(overrides, str):
+        raise TypeError(f"{expected}, got a single str; pass [{overrides!r}] for one override")
+    if isinstance(overrides, (bytes, bytearray)):
+        raise TypeError(f"{expected}, got {type(overrides).__name__}")
+    if isinstance(overrides, Mapping):
+        for key in overrides:
+            if not isinstance(key, str):
+                raise TypeError(f"{name}: keys must be dotted setting names such as 'train.lr', got {key!r}")
+        return dict(overrides)
+    if not isinstance(overrides, Sequence):
+        raise TypeError(f"{expected}, got {type(overrides).__name__}")
+    out = {}
+    for i, item in enumerate(overrides):
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{i}] must be a '{form}' string, got {type(item).__name__}")
+        key, value = parse_override(item, name=f"{name}[{i}]", form=form, example=example, sections=sections)
+        out[key] = value
+    return out
 
 
 def load_config(source: str | Path | dict, cls: type[T]) -> T:

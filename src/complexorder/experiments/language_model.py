@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,7 +38,7 @@ from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
-from ..nn.functional import positive_int
+from ..nn.functional import as_integer, positive_int
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
                        remove_stale_checkpoint_temporaries, run_directory_lock)
 
@@ -265,8 +266,16 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     ``stop_after`` ends this call after that many steps (``last.pt`` saved; continue with
     ``resume=True``), e.g. to train in time slices. ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``
     (default: a GPU when torch sees one). Checkpoints hold CPU weights (the optimiser state is mapped to
-    the CPU when loaded), so a run may resume on another device. Returns a summary: steps, parameters, best validation BPC,
-    training seconds, characters/s.
+    the CPU when loaded), so a run may resume on another device. The run is seeded with ``train.seed``; the
+    caller's global random state (torch's CPU generator, and the GPU's when training on one) is restored afterwards.
+
+    Returns:
+        A summary of the run (what ``lm train`` prints as JSON): ``steps`` (the steps trained so far, a resumed run's
+        earlier ones included; also as ``step``, the name :func:`~complexorder.experiments.translation.train_translation`
+        uses), ``epochs`` (passes over the training streams, a float: 2.5 is two and a half; ``train_translation``'s
+        ``epochs`` is an int), ``parameters``, ``best_valid_bpc`` (``inf`` before any validation), ``train_seconds``,
+        ``chars_per_second`` and ``budget_reached`` (``train.max_steps`` reached, as in ``train_translation``'s
+        summary; false when ``stop_after`` ended the call earlier).
     """
     check_lm_config(cfg)
     if stop_after is not None and stop_after <= 0:
@@ -274,13 +283,31 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     out_dir = Path(out_dir)
     check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
     check_results_file(Path(out_dir) / "results.jsonl", "--out")  # records are appended to it: not to another file
+    device = device if isinstance(device, torch.device) else resolve_device(device)
     with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
-        return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
-                                          progress=progress, log=log, device=device)
+        with torch.random.fork_rng(devices=_generator_devices(device)):  # the caller's random state, restored after
+            return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
+                                              progress=progress, log=log, device=device)
+
+
+def _generator_devices(device: torch.device) -> list[int]:
+    """The CUDA devices whose generator a run on ``device`` seeds and draws from (for ``torch.random.fork_rng``)."""
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
+
+
+def _seed(seed: int, device: torch.device) -> None:
+    """Seed torch's CPU generator and, on a GPU, that device's: what ``torch.manual_seed`` does for a run on
+    ``device``, without reseeding (or queueing a reseed of) the other GPUs, which the run never restores."""
+    torch.random.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
 
 
 def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: Path, *, resume: bool,
-                               stop_after: int | None, progress: bool, log, device) -> dict:
+                               stop_after: int | None, progress: bool, log, device: torch.device) -> dict:
     """:func:`train_language_model` once its settings are checked and ``out_dir`` is locked."""
     t = cfg.train
     last_path, best_path, results_path = out_dir / "last.pt", out_dir / "best.pt", out_dir / "results.jsonl"
@@ -293,7 +320,8 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
             what = f"a {kind!r} checkpoint" if kind else "a file that is not a complexorder checkpoint"
             raise ValueError(f"--out {out_dir} holds {last_path}, {what}, not a language model's; --out must be "
                              "another directory")
-        raise ValueError(f"{last_path} exists: pass --resume to continue that run, or choose another --out")
+        raise ValueError(f"{last_path} exists: pass resume=True (--resume) to continue that run, or choose another "
+                         "out_dir (--out)")
     remove_stale_checkpoint_temporaries(out_dir, log)
     corpus = load_corpus(corpus_dir, ("train", "valid"))
     corpus_signature: dict[str, Any]
@@ -313,8 +341,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
                          f"{2 * cfg.eval.batch_size} (or 0: the whole valid split)")
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
-    device = device if isinstance(device, torch.device) else resolve_device(device)
-    torch.manual_seed(t.seed)
+    _seed(t.seed, device)
     model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(optimizer_groups(model, t), lr=t.lr)
     state: dict[str, Any]
@@ -434,24 +461,79 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
         if state["step"] % t.checkpoint_interval == 0 or state["step"] in (t.max_steps, stop_at):
             save_last()
     bar.close()
-    return {"steps": state["step"], "epochs": state["epoch"] + state["segment"] / segments_per_epoch,
+    return {"steps": state["step"], "step": state["step"],
+            "epochs": state["epoch"] + state["segment"] / segments_per_epoch,
             "parameters": n_params, "best_valid_bpc": state["best_valid_bpc"],
             "train_seconds": state["train_seconds"],
-            "chars_per_second": state["train_chars"] / max(state["train_seconds"], 1e-9)}
+            "chars_per_second": state["train_chars"] / max(state["train_seconds"], 1e-9),
+            "budget_reached": state["step"] >= t.max_steps}
 
 
-def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: tuple[str, ...] = ("valid", "test"),
+SPLITS = ("train", "valid", "test")
+
+
+def _check_splits(splits: Iterable[str]) -> tuple[str, ...]:
+    """``splits`` as a tuple of split names, each once; one-line errors naming the argument and ``--splits``."""
+    if isinstance(splits, (str, bytes)):  # "valid" was read as the splits v, a, l, i, d
+        raise TypeError(f"splits (--splits) must be a sequence of split names (train, valid, test), got a single "
+                        f"{type(splits).__name__}; pass ({splits!r},) for one split")
+    try:
+        names = tuple(splits)
+    except TypeError:
+        raise TypeError(f"splits (--splits) must be a sequence of split names (train, valid, test), got "
+                        f"{type(splits).__name__}") from None
+    if not names:
+        raise ValueError("splits (--splits): no split given; choose from train, valid, test")
+    bad = [s for s in names if not isinstance(s, str) or s not in SPLITS]
+    if bad:
+        raise ValueError(f"splits (--splits): unknown split {bad[0]!r}; choose from train, valid, test")
+    repeated = [s for s in dict.fromkeys(names) if names.count(s) > 1]
+    if repeated:  # each would be evaluated (minutes on a large corpus) and recorded twice
+        raise ValueError(f"splits (--splits): {', '.join(map(repr, repeated))} given more than once in {names!r}; "
+                         "each split is evaluated once")
+    return names
+
+
+def _check_max_chars(max_chars: Any) -> int | None:
+    """``max_chars`` as an int (or None); one-line errors naming the argument and ``--max-chars``."""
+    if max_chars is None:
+        return None
+    value = as_integer(max_chars)  # 2.5 failed as a slice index; True would have kept one character
+    if value is None:
+        raise TypeError(f"max_chars (--max-chars) must be a positive integer (evaluate the first N characters of each "
+                        f"split), got {max_chars!r}")
+    if value <= 0:  # -100 dropped the last 100 characters and was recorded as max_chars
+        raise ValueError(f"max_chars (--max-chars) must be a positive integer (evaluate the first N characters of "
+                         f"each split), got {value}")
+    return value
+
+
+def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, splits: Iterable[str] = ("valid", "test"),
                         overrides: dict | None = None, progress: bool = True, results: str | Path | None = None,
                         max_chars: int | None = None, device: str | torch.device | None = None,
                         report: Callable[[dict], None] | None = None) -> dict:
     """BPC of a saved model on ``splits``; ``overrides`` replace fields of the checkpoint's ``[eval]`` settings.
 
+    ``splits`` is a sequence of split names, each at most once (``("valid",)``; a bare string is a ``TypeError``).
+    ``results`` names a JSON-lines file to append the result to; it is checked before anything is loaded (a file that
+    is not a results file, such as the corpus's ``test.txt``, is a one-line error and stays untouched).
     ``report`` is called with the result before it is appended to ``results``, so that a results file that
     cannot be written (a full disk) loses no evaluation.
 
-    ``max_chars`` evaluates only the first that many characters of each split (recorded as ``max_chars``);
-    ``device`` as in :func:`train_language_model`.
+    ``max_chars`` (a positive integer) evaluates only the first that many characters of each split (recorded as
+    ``max_chars``); ``device`` as in :func:`train_language_model`.
+
+    Returns:
+        The result (what ``lm eval`` prints as JSON): ``checkpoint``, ``step`` (the training step it was saved at),
+        ``parameters``, ``eval`` (the evaluation settings used: tgt_len, mem_len, clamp_len, same_length,
+        batch_size), ``embedding``, ``max_chars`` (only when given), ``{split}_bpc`` and ``{split}_chars`` (the
+        predicted characters) for each split, and ``eval_seconds``. The line appended to ``results`` adds
+        ``"event": "eval"`` and the checkpoint's full ``config``.
     """
+    splits = _check_splits(splits)
+    max_chars = _check_max_chars(max_chars)
+    if results is not None:  # before the evaluation: not appended to a corpus file, a checkpoint, a table
+        check_results_file(results, "results (--results)")
     ck = load_checkpoint(checkpoint, CHECKPOINT_KIND, required=("config", "model_state"),
                          writer="complexorder lm train")
     try:
@@ -491,9 +573,9 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
                                  "" if (overrides or {}).get("batch_size") is not None else
                                  f" (the checkpoint's eval.batch_size is {ev.batch_size})"))
         if max_chars is not None and ids.numel() < 2 * ev.batch_size < 2 * corpus[split].numel():
-            raise ValueError(f"--max-chars {max_chars} leaves the {split} split {ids.numel():,} characters, too few "
-                             f"for {ev.batch_size} evaluation streams of 2 or more; give at least "
-                             f"{2 * ev.batch_size} (or a smaller --batch-size)")
+            raise ValueError(f"max_chars = {max_chars} (--max-chars) leaves the {split} split {ids.numel():,} "
+                             f"characters, too few for {ev.batch_size} evaluation streams of 2 or more; give at least "
+                             f"{2 * ev.batch_size} (or a smaller batch_size, --batch-size)")
         bpc, n = evaluate_bpc(model, ids, tgt_len=ev.tgt_len, batch_size=ev.batch_size,
                               mem_len=ev.mem_len, same_length=ev.same_length, clamp_len=ev.clamp_len,
                               split=split, progress=progress)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..checkpoint import check_results_file, check_writable, resume_point
 from ..config import (builtin_configs, check_no_repeats, check_seed, config_from_dict, json_ready, merge_overrides,
-                      read_extended_toml)
+                      overrides_dict, parse_override, read_extended_toml)
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -112,25 +112,36 @@ def shipped_configs() -> list[str]:
 
 
 def _parse_override(item: str) -> tuple[str, object]:
-    if "=" not in item or "." not in item.split("=", 1)[0]:
-        raise ValueError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")
-    key, raw = item.split("=", 1)
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw  # a bare string such as complex-order
-    return key.strip(), value
+    """One ``--set SECTION.KEY=VALUE`` option (a one-line error naming ``--set`` when malformed)."""
+    return parse_override(item, name="--set")
 
 
-def load_lm_config(source: str, overrides: Sequence[str] = (), **direct) -> LMConfig:
-    """An :class:`LMConfig` from a TOML path or shipped config name, with ``--set`` style overrides."""
+def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = (),
+                   **direct: Any) -> LMConfig:
+    """An :class:`LMConfig` from a TOML file or a shipped config name, with overrides laid over it.
+
+    Args:
+        source: a TOML file (it may ``extends = "NAME"`` another), or the name of a shipped config
+            (:func:`shipped_configs`: ``proxy_cpu``, ``text8_6l``, ...), as ``lm train --config`` takes it.
+        overrides: settings to change, as ``lm train --set`` takes them: a mapping of dotted keys to values
+            (``{"train.lr": 1e-3, "model.embedding": "pe"}``) or a sequence of ``"SECTION.KEY=VALUE"`` strings
+            (``["train.lr=1e-3"]``, values read as TOML, else as bare strings). A bare string is a ``TypeError``: pass
+            ``["train.lr=1e-3"]``. Unknown keys and values of the wrong type are one-line ``ValueError`` errors.
+        **direct: dotted keys (so passed as ``**{"model.embedding": "pe"}``) of the settings ``lm train`` has options
+            of its own for (``--embedding``: ``model.embedding``; ``--max-steps``: ``train.max_steps``); ``None``
+            values are ignored, and a value that contradicts ``overrides`` for the same key is a ``ValueError``.
+
+    Returns:
+        The checked :class:`LMConfig`, for
+        :func:`~complexorder.experiments.language_model.train_language_model`.
+    """
     path = Path(source)
     if not path.suffix and not path.exists():
-        if source not in shipped_configs():
-            raise ValueError(f"--config {source!r}: no such file and no shipped config of that name; "
+        if str(source) not in shipped_configs():
+            raise ValueError(f"config {str(source)!r} (--config): no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    sets = dict(_parse_override(item) for item in overrides)
+    sets = overrides_dict(overrides)
     for key, value in direct.items():  # --embedding vanilla --set model.embedding=pe kept --embedding silently
         if value is not None and key in sets and sets[key] != value:
             raise ValueError(f"{SETTING_OPTIONS.get(key, key)} {value} and --set {key}={sets[key]} contradict each "
@@ -185,8 +196,8 @@ def run_train(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     if args.max_steps is not None and args.max_steps <= 0:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
-    cfg = load_lm_config(args.config, args.set, **{"model.embedding": args.embedding,
-                                                   "train.max_steps": args.max_steps})
+    sets = dict(_parse_override(item) for item in args.set)  # "--set 'x': expected ..." names the option
+    cfg = load_lm_config(args.config, sets, **{"model.embedding": args.embedding, "train.max_steps": args.max_steps})
     args.on_interrupt = lambda: (f"`lm train ... --resume` continues from "
                                  f"{resume_point(Path(args.out) / 'last.pt')}; the steps after it are trained again "
                                  f"(a checkpoint is written every train.checkpoint_interval = "
@@ -211,8 +222,8 @@ def run_eval(args: argparse.Namespace) -> int:
     check_no_repeats(splits, args.splits, "splits")  # each would be evaluated (minutes on a large corpus) and recorded twice
     overrides = {"tgt_len": args.tgt_len, "mem_len": args.mem_len, "clamp_len": args.clamp_len,
                  "same_length": args.same_length, "batch_size": args.batch_size}
-    if args.max_chars is not None and args.max_chars <= 0:
-        raise ValueError(f"--max-chars must be positive, got {args.max_chars}")
+    # the split names are checked above with the option's text (evaluate_checkpoint checks them again, for Python
+    # callers); --max-chars is checked by evaluate_checkpoint alone, before the checkpoint is read
     if args.results:  # before the evaluation: an unwritable or foreign results file is a one-line error naming it
         check_results_file(args.results, "--results")
     evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides, progress=not args.no_progress,

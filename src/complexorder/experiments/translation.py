@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,9 +31,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..checkpoint import (append_jsonl, check_finite_weights, check_results_file, check_text_output, check_writable,
-                          drop_records_after, is_torch_file, load_checkpoint, save_checkpoint)
+                          drop_records_after, is_torch_file, load_checkpoint, same_file, save_checkpoint)
 from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
-                      read_extended_toml)
+                      overrides_dict, read_extended_toml)
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
@@ -122,17 +123,26 @@ def packaged_configs() -> list[str]:
     return builtin_configs("translation")
 
 
-def resolve_config(name_or_path: str, overrides: dict | None = None) -> TranslationConfig:
-    """A packaged config by name, or a TOML file; ``overrides`` maps dotted keys (``train.lr``) to values."""
+def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None
+                   ) -> TranslationConfig:
+    """A packaged config by name, or a TOML file, with ``overrides`` laid over it.
+
+    ``overrides`` is a mapping of dotted keys to values (``{"train.lr": 1e-3, "name": "toy"}``) or a sequence of
+    ``"KEY=VALUE"`` strings as ``translate train --set`` takes them (``["train.lr=1e-3"]``, values read as TOML,
+    else as bare strings); a bare string is a ``TypeError``. Unknown keys and values of the wrong type are one-line
+    ``ValueError`` errors naming the key.
+    """
+    # KEY=VALUE, not SECTION.KEY=VALUE: the config's name is a top-level key (name=toy)
+    sets = overrides_dict(overrides, form="KEY=VALUE", example="train.max_steps=2000", sections=False)
     path = Path(name_or_path)
     if not path.is_file():
-        if name_or_path not in packaged_configs():
-            raise FileNotFoundError(f"--config: {name_or_path!r} is neither a file nor a packaged config; "
+        if str(name_or_path) not in packaged_configs():
+            raise FileNotFoundError(f"config {str(name_or_path)!r} (--config) is neither a file nor a packaged config; "
                                     f"packaged: {', '.join(packaged_configs())}")
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
     data = read_extended_toml(path, "translation")
-    if overrides:
-        data = merge_overrides(data, overrides, TranslationConfig)
+    if sets:
+        data = merge_overrides(data, sets, TranslationConfig)
     return config_from_dict(data, TranslationConfig, where=str(path))
 
 
@@ -381,7 +391,18 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     Resuming needs the same config; a different one (another model variant, say) is a one-line
     error naming the differences. The tokenizer is trained on the training split only.
     ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (default: a GPU when torch sees one); checkpoints
-    hold CPU weights (the optimiser state is mapped to the CPU when loaded).
+    hold CPU weights (the optimiser state is mapped to the CPU when loaded). The run is seeded with
+    ``train.seed``; the caller's global random state (torch's CPU generator, and the GPU's when training on one) is
+    restored afterwards.
+
+    Returns:
+        A summary of what was trained (what ``translate train`` prints as JSON): ``name``, ``variant``,
+        ``parameters``, ``step`` (the steps trained so far, a resumed run's earlier ones included; also as ``steps``,
+        the name :func:`~complexorder.experiments.language_model.train_language_model` uses), ``epochs`` (an int:
+        the epochs trained, the last one counted even when ``train.max_steps`` stopped it part-way;
+        ``train_language_model``'s ``epochs`` is a float), ``epoch_complete`` (whether that last epoch was finished),
+        ``train_seconds``, ``train_cpu_seconds`` and ``budget_reached`` (``train.max_steps`` or ``train.max_epochs``
+        reached: a further call with the same config trains nothing).
     """
     if not isinstance(config, TranslationConfig):  # a dict failed with an AttributeError
         raise TypeError(f"config must be a TranslationConfig (from resolve_config, or config_from_dict(data, "
@@ -394,7 +415,24 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     check_writable(run_dir, "--run-dir", directory=True)
     check_results_file(Path(run_dir) / "log.jsonl", "--run-dir")  # the epochs' records are appended to it
     with run_directory_lock(run_dir, "--run-dir", log):  # a second training in run_dir meanwhile is an error
-        return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
+        with torch.random.fork_rng(devices=_generator_devices(device)):  # the caller's random state, restored after
+            return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
+
+
+def _generator_devices(device: torch.device) -> list[int]:
+    """The CUDA devices whose generator a run on ``device`` seeds and draws from (for ``torch.random.fork_rng``)."""
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
+
+
+def _seed(seed: int, device: torch.device) -> None:
+    """Seed torch's CPU generator and, on a GPU, that device's: what ``torch.manual_seed`` does for a run on
+    ``device``, without reseeding (or queueing a reseed of) the other GPUs, which the run never restores."""
+    torch.random.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
 
 
 def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_dir: str | Path | None, *,
@@ -461,7 +499,7 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     valid = _encode(tokenizer, valid_pairs)
     if getattr(tokenizer, "kind", "bpe") == "word":  # BPE has byte fall-back: no <unk>
         log(f"{config.name}: {_unknown_report(tokenizer, config, train, valid)}")
-    torch.manual_seed(tc.seed)
+    _seed(tc.seed, device)
     m = config.model
     with naming_out_of_memory(f"[model] d_model = {m.d_model}, dim_feedforward = {m.dim_feedforward}, "
                               f"{m.num_encoder_layers} + {m.num_decoder_layers} layers "
@@ -567,7 +605,8 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     # an epoch's end, so a finished run of 100 epochs reported "epoch": 101 and "loss_sum": 0.0)
     done_epochs = state["epoch"] - 1 if state["batch"] == 0 else state["epoch"]
     return {"name": config.name, "variant": config.model.variant, "parameters": n_params, "step": state["step"],
-            "epochs": done_epochs, "epoch_complete": state["batch"] == 0, "train_seconds": state["train_seconds"],
+            "steps": state["step"], "epochs": done_epochs, "epoch_complete": state["batch"] == 0,
+            "train_seconds": state["train_seconds"],
             "train_cpu_seconds": state["train_cpu_seconds"],
             "budget_reached": bool(tc.max_steps and state["step"] >= tc.max_steps) or state["epoch"] > tc.max_epochs}
 
@@ -582,7 +621,14 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
     """``(model in eval mode on device, tokenizer, config)`` from a translation checkpoint.
 
     Any other kind of checkpoint (a classifier, a language model) is a one-line error naming both.
-    ``device`` as in :func:`train_translation` (``None``: a GPU when torch sees one).
+    ``device`` defaults to ``"cpu"``, unlike :func:`train_translation` and the language model's functions, which
+    pick a GPU when torch sees one: pass ``device=None`` (or ``"cuda"``) to decode on the GPU. Values as in
+    :func:`train_translation`.
+
+    Returns:
+        ``(model, tokenizer, config)``: the :class:`~complexorder.models.seq2seq.TransformerSeq2Seq` in eval mode
+        on ``device``, the checkpoint's tokenizer, and its :class:`TranslationConfig` (``config.decode`` holds the
+        search settings :func:`evaluate_split` uses by default).
     """
     ck = load_checkpoint(path, CHECKPOINT_KIND, required=("config", "tokenizer", "vocab_size", "model_state"),
                          writer="complexorder translate train")
@@ -612,10 +658,28 @@ def _same_tokenizer(a: dict, b: dict) -> bool:
 def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path:
     """Average the weights of translation checkpoints of one run (same config) into ``output``.
 
-    ``output`` may replace an existing checkpoint, but not a training run's resume checkpoint or a file that is not
-    a checkpoint (a JSON-lines log or results file, a text file such as a Multi30k split): a one-line error."""
+    ``paths`` is a list of checkpoints, each given once (one given twice would weigh double: a one-line error; a
+    bare string or path is a ``TypeError``: pass ``[path]``). ``output`` may replace an existing checkpoint, but not
+    one of ``paths``, a training run's resume checkpoint or a file that is not a checkpoint (a JSON-lines log or
+    results file, a text file such as a Multi30k split): a one-line error, before anything is read or written.
+    Returns ``output`` as a ``Path``."""
+    if isinstance(paths, (str, bytes, os.PathLike)):  # a path was averaged one character at a time
+        raise TypeError(f"paths must be a list of checkpoint paths, got a single {type(paths).__name__}; pass [path] "
+                        "for one checkpoint")
+    try:
+        paths = list(paths)
+    except TypeError:
+        raise TypeError(f"paths must be a list of checkpoint paths, got {type(paths).__name__}") from None
+    bad = next((i for i, p in enumerate(paths) if not isinstance(p, (str, os.PathLike))), None)
+    if bad is not None:
+        raise TypeError(f"paths[{bad}] must be a checkpoint path (a str or Path), got {type(paths[bad]).__name__}")
     if not paths:
         raise ValueError("no checkpoints to average")
+    twice = [str(p) for i, p in enumerate(paths) if any(same_file(p, q) for q in paths[:i])]
+    if twice:  # it would weigh that checkpoint double
+        raise ValueError(f"checkpoint {twice[0]} is given more than once; each checkpoint is averaged once")
+    # the output must not replace one of the checkpoints it averages (names the option as `translate average` does)
+    check_writable(output, "--output", inputs={f"one of the checkpoints to average ({p})": p for p in paths})
     if Path(output).is_file() and Path(output).stat().st_size and not is_torch_file(output):
         # a results file, a training log, a Multi30k split (an empty file loses nothing)
         check_text_output(output, "--output", "the averaged checkpoint")  # names a JSON-lines file as run, eval do
@@ -832,7 +896,23 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str], *, detoken
 def evaluate_split(model: TransformerSeq2Seq, tokenizer, config: TranslationConfig, split: str,
                    data_dir: str | Path | None = None, *, decode: DecodeConfig | None = None,
                    progress: bool = False) -> tuple[dict, list[str]]:
-    """BLEU of ``model`` on a Multi30k split; returns ``(scores, hypotheses)``."""
+    """BLEU of ``model`` on a Multi30k split.
+
+    Args:
+        model, tokenizer, config: as :func:`load_translator` returns them (``config.data`` names the languages).
+        split: ``"val"``, ``"test2016"`` or ``"train"``: the files ``<split>.<src_lang>`` and ``<split>.<tgt_lang>``
+            under ``data_dir/translation/multi30k``.
+        data_dir: the data directory (default: ``$COMPLEXORDER_DATA`` or ``~/.cache/complexorder/data``).
+        decode: the search settings (default: ``config.decode``), checked as :func:`check_decode` does.
+        progress: show a progress bar (on a terminal).
+
+    Returns:
+        ``(scores, hypotheses)``: ``scores`` is :func:`corpus_bleu`'s dict (``bleu``, ``None`` for word-level output,
+        ``bleu_signature``, ``bleu_tok_lc``, ``bleu_tok_lc_signature``) with ``split``, ``sentences``, ``beam_size``,
+        ``length_penalty`` and ``decode_seconds`` added, and for a word vocabulary ``source_unk_words`` and
+        ``source_words``; ``hypotheses`` is the list of translations, one string per source line (empty lines stay
+        empty).
+    """
     decode = decode or config.decode
     files = split_files(data_dir, split, config.data.src_lang, config.data.tgt_lang)
     pairs = read_parallel(*files)

@@ -7,27 +7,18 @@ import dataclasses
 import json
 import math
 import sys
-import tomllib
 from pathlib import Path
 
 from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
                           resume_point, same_file)
-from ..config import config_to_dict, json_ready
+from ..config import config_to_dict, json_ready, parse_override
 from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
-    overrides = {}
-    for item in items or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE, e.g. train.max_steps=2000")
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw  # a bare string
-        overrides[key.strip()] = value
-    return overrides
+    """The ``--set KEY=VALUE`` options as ``{dotted key: value}`` (a one-line error naming ``--set`` when malformed)."""
+    return dict(parse_override(item, name="--set", form="KEY=VALUE", example="train.max_steps=2000", sections=False)
+                for item in items or [])
 
 
 def _decode_options(p: argparse.ArgumentParser) -> None:
@@ -195,10 +186,7 @@ def run(args: argparse.Namespace) -> int:
             paths = [Path(p) for p in args.checkpoints]
         if not paths:
             raise ValueError("give checkpoints to average or --run-dir")
-        twice = [str(p) for i, p in enumerate(paths) if any(same_file(p, q) for q in paths[:i])]
-        if twice:  # it would weigh that checkpoint double
-            raise ValueError(f"checkpoint {twice[0]} is given more than once; each checkpoint is averaged once")
-        check_writable(args.output, "--output", inputs={f"one of the checkpoints to average ({p})": p for p in paths})
+        # a checkpoint given twice and an --output that is one of them: refused by average_checkpoints, before work
         T.average_checkpoints(paths, args.output)
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
         return 0
