@@ -408,7 +408,12 @@ def vectors_for_vocabulary(kv, vocab: Vocabulary, *, seed: int = 0, scale: float
     """``[len(vocab), dim]`` matrix: known words from ``kv``, others ``U(-scale, scale)`` (Kim 2014), padding 0.
 
     Returns the matrix and the fraction of vocabulary words (padding/unknown excluded) found in ``kv``.
+    ``vocab`` must be a :class:`~complexorder.data.vocab.Vocabulary` (a list of words is a one-line ``TypeError``:
+    its rows would not match the ids the model is given); ``seed`` seeds the random rows of the words ``kv`` lacks.
     """
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError(f"vocab must be a complexorder.data.vocab.Vocabulary (e.g. "
+                        f"Vocabulary.from_texts(token_lists)), got {type(vocab).__name__}")
     dim = kv.vector_size
     g = torch.Generator().manual_seed(seed)
     matrix = (torch.rand(len(vocab), dim, generator=g) * 2 - 1) * scale

@@ -16,10 +16,10 @@ from typing import cast
 import numpy as np
 from torch import nn
 
-from ..checkpoint import atomic_write_text
+from ..checkpoint import atomic_write_text, check_writable
 from .classification import build_model_from_config
 from .report import (check_records, latest_records, load_results, mixed_settings, paired_wilcoxon,
-                     read_notes, superseded_section)
+                     read_notes, results_list, superseded_section)
 
 __all__ = ["PAPER_ROWS", "paper_table4", "render_table4", "write_table4", "parameter_split", "TABLE4_FIELDS",
            "table4_config_problem"]
@@ -43,6 +43,14 @@ PAPER_ROWS = [
 
 
 def paper_table4() -> list[dict]:
+    """The paper's Table 4 (``complexorder/paper/table4.csv``).
+
+    Returns:
+        One dict per row, in the paper's order (that of :data:`PAPER_ROWS`), of strings as the CSV holds them:
+        ``row`` (the paper's name), ``embedding_formula``, ``share_real_imag_weights_in_WQKV`` (``"yes"``,
+        ``"no"`` or ``"-"``), ``params_millions``, ``accuracy`` and ``delta`` (to complex-order; empty for that
+        row).
+    """
     text = resources.files("complexorder").joinpath("paper/table4.csv").read_text()
     return list(csv.DictReader(text.splitlines()))
 
@@ -78,6 +86,18 @@ def table4_config_problem(record: dict) -> str | None:
 
 
 def render_table4(records: list[dict], commands: list[str] | None = None) -> str:
+    """Table 4 of ``records`` as Markdown, the paper's numbers beside ours (what :func:`write_table4` writes).
+
+    Args:
+        records: classification result records of the Transformer (as :func:`~complexorder.experiments.report.
+            load_results` reads them); each needs ``config``, ``parameters`` and ``vocab_size`` (a one-line
+            ``ValueError`` names a record without them). Rows of other models are left out; a unit recorded twice
+            counts with its latest record.
+        commands: command lines listed under "Commands" at the end (None or empty: no such section).
+
+    Returns:
+        The Markdown text: the table, the paper's three claims checked, further rows, paired Wilcoxon tests.
+    """
     check_records(records, require=TABLE4_FIELDS, extra=table4_config_problem)
     superseded = superseded_section([r for r in records if r["model"] == "transformer"])
     superseded += [""] if superseded else []
@@ -355,13 +375,31 @@ def check_table4_records(records: list[dict], results: list[str]) -> None:
                          f"SST-2): {', '.join(other)}; render classification results with complexorder report")
 
 
-def write_table4(results: list[str], out, notes: str | Path | None = None) -> str:
-    """Render ``results`` as Table 4 into ``out``, then the Markdown file ``notes`` verbatim after a blank line."""
+def write_table4(results: list[str], out: str | Path, notes: str | Path | None = None, warn=print) -> str:
+    """Render ``results`` as Table 4 into ``out``, then the Markdown file ``notes`` verbatim after a blank line.
+
+    Args:
+        results: a list of JSON-lines results files (``complexorder ablate``; the Transformer on SST-2); a single
+            path is a one-line ``TypeError`` (wrap it in a list).
+        out: the Markdown file to write; one of the files read (a results file, ``notes``) is refused before
+            anything is written, as ``complexorder ablate --out`` refuses it.
+        notes: a Markdown file appended verbatim after the table (None: nothing).
+        warn: takes each line reporting a skipped malformed line of a results file (default ``print``;
+            ``lambda *_: None`` silences them).
+
+    Returns:
+        The text written to ``out``.
+    """
+    results = results_list(results)
     notes_text = read_notes(notes)
-    records = load_results(results, require=TABLE4_FIELDS, extra=table4_config_problem)
+    records = load_results(results, warn=warn, require=TABLE4_FIELDS, extra=table4_config_problem)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     check_table4_records(records, results)
+    reads: dict[str, str | Path] = {f"a results file it renders ({r})": r for r in results}
+    if notes:
+        reads["the notes file it appends (--notes)"] = notes
+    check_writable(out, "--out", inputs=reads)  # writing a results file over with its table destroyed it
     commands = list(dict.fromkeys(r["command"] for r in records if r.get("command")))
     text = render_table4(records, commands)
     if notes_text:

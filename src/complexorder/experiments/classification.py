@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,8 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
                           save_checkpoint, scan_jsonl)
-from ..config import FLOAT32_MAX, check_number, config_from_dict, config_to_dict, find_config, read_extended_toml
+from ..config import (FLOAT32_MAX, _check_value, check_number, config_from_dict, config_to_dict, find_config,
+                      read_extended_toml)
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, dataset_digest, dataset_folder, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
@@ -204,6 +207,10 @@ class Variant:
     share_weights: bool | None = None
 
 
+#: The fields of a grid that name files or directories: a ``Path`` is taken and stored as a string.
+PATH_FIELDS = ("vectors", "data_dir", "results", "checkpoint_dir")
+
+
 def _transformer_settings() -> ModelSettings:
     return ModelSettings(embedding_dim=256, pretrained=False, dropout=0.1, dim_feedforward=512, nhead=8)
 
@@ -246,6 +253,24 @@ class GridConfig:
                 raise ValueError(f"{where}: {who} {v.embedding!r}; valid names: {', '.join(EMBEDDINGS)}")
 
     def validate(self) -> None:
+        """One-line ``ValueError`` naming the key for a field that is wrong (an unknown name, an empty or repeated
+        list, settings out of range, ...). A tuple, a range or a NumPy array of a list field is stored as a list,
+        and a ``Path`` of a path field (``vectors``, ``data_dir``, ``results``, ``checkpoint_dir``) as a string.
+        The caller's random state is left as it was (the checks build tiny embeddings)."""
+        with torch.random.fork_rng(devices=[]):
+            self._validate()
+
+    def _validate(self) -> None:
+        for key in PATH_FIELDS:  # a Path was written into every record and failed there (not JSON)
+            value = getattr(self, key)
+            if isinstance(value, os.PathLike):
+                value = os.fspath(value)
+                setattr(self, key, value)
+            if not (isinstance(value, str) or (value is None and key != "results")):
+                raise ValueError(f"{key} must be a path (a string){'' if key == 'results' else ' or None'} (config "
+                                 f"`{key}` / --{key.replace('_', '-')}), got {value!r}")
+        if not isinstance(self.name, str) or not self.name:  # recorded with every result as its grid
+            raise ValueError(f"name must be a non-empty string (config `name`), got {self.name!r}")
         for key in ("datasets", "models", "embeddings", "folds", "seeds"):  # the Python API: "CR" iterated as C, R
             value = getattr(self, key)
             if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
@@ -374,8 +399,15 @@ def load_grid_config(config: str | Path = "table2", task: str = "classification"
         task: ``"classification"`` or ``"ablation"``, where packaged names are looked up.
         epochs: every model's epoch cap, as ``--epochs``.
         **changes: :class:`GridConfig` fields: ``datasets=["TREC"]``, ``models=["cnn"]``, ``folds=[0]``,
-            ``seeds=[1]``, ``data_dir=...``, ``results=...``; ``embeddings=[...]`` selects the config's variants by
-            label or embedding name, as ``--embeddings``.
+            ``seeds=[1]``, ``data_dir=...``, ``results=...``; ``embeddings=[...]`` selects the config's variants
+            (or those given as ``variants``) by label or embedding name, as ``--embeddings``. Each is type-checked
+            as the config file's keys are (a one-line ``ValueError`` naming it); paths may be ``Path`` objects
+            (stored as strings); a model section (``fasttext=...``) is a :class:`ModelSettings` or a dict of some of
+            its keys, which change the config's section (``fasttext={"lr": 1e-2}``, the rest kept); ``variants``
+            is a list of :class:`Variant` or of dicts of their fields.
+
+    Returns:
+        The validated :class:`GridConfig`, for :func:`plan_units` and :func:`run_grid`.
 
     Examples::
 
@@ -393,12 +425,14 @@ def load_grid_config(config: str | Path = "table2", task: str = "classification"
     unknown = sorted(set(changes) - fields)
     if unknown:
         raise TypeError(f"load_grid_config: unknown field {unknown[0]!r}; valid fields: {', '.join(sorted(fields))}")
-    if "embeddings" in changes:
-        names = changes.pop("embeddings")
+    names = changes.pop("embeddings", _NOT_GIVEN)
+    hints = typing.get_type_hints(GridConfig)
+    changes = {key: _checked_change(grid, key, value, hints[key]) for key, value in changes.items()}
+    grid = dataclasses.replace(grid, **changes)
+    if names is not _NOT_GIVEN:  # selects among the variants given with it, if any
         if isinstance(names, str) or not isinstance(names, Iterable):
             raise ValueError(f"embeddings must be a list of names, got {names!r}")
-        changes["variants"] = select_variants(grid.resolved_variants(), list(names))
-    grid = dataclasses.replace(grid, **changes)
+        grid.variants = select_variants(grid.resolved_variants(), list(names))
     if epochs is not None:
         if isinstance(epochs, bool) or as_integer(epochs) is None or epochs <= 0:
             raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
@@ -406,6 +440,28 @@ def load_grid_config(config: str | Path = "table2", task: str = "classification"
             setattr(grid, model, dataclasses.replace(getattr(grid, model), epochs=int(epochs)))
     grid.validate()
     return grid
+
+
+_NOT_GIVEN = object()
+
+
+def _checked_change(grid: GridConfig, key: str, value: Any, tp: Any) -> Any:
+    """A ``load_grid_config`` change to field ``key`` (of type ``tp``) of ``grid``, type-checked as a config file's
+    key would be (a dict for a model section or a variant becomes one); an ``AttributeError`` deep in the checks,
+    or a ``Path`` in every record (not JSON), before."""
+    if key in PATH_FIELDS and isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if key == "device" and isinstance(value, torch.device):
+        value = str(value)
+    if key in ("datasets", "models", "folds", "seeds"):
+        return value  # GridConfig.validate checks them (and takes a tuple, a range or a NumPy array)
+    if key in CLASSIFIERS:
+        if isinstance(value, dict):  # the keys given change the config's section, as a file that `extends` it
+            value = {**config_to_dict(getattr(grid, key)), **value}
+        elif not isinstance(value, ModelSettings):
+            raise ValueError(f"load_grid_config {key}: expected a ModelSettings or a dict of some of its settings, "
+                             f"got {value!r}")
+    return _check_value(value, tp, f"load_grid_config {key}")
 
 
 @dataclass
@@ -422,7 +478,8 @@ class Unit:
 
 
 def _is_complex_embedding(name: str) -> bool:
-    return bool(build_embedding(name, 4, 4, padding_idx=0).is_complex)
+    with torch.random.fork_rng(devices=[]):  # a tiny table: the caller's random state is left as it was
+        return bool(build_embedding(name, 4, 4, padding_idx=0).is_complex)
 
 
 def unit_config(grid: GridConfig, unit: Unit) -> dict:
@@ -469,7 +526,27 @@ def _hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _check_grid(grid: Any, caller: str) -> None:
+    """A one-line ``TypeError`` unless ``grid`` is a :class:`GridConfig` (a dict or a config name failed with an
+    ``AttributeError``)."""
+    if not isinstance(grid, GridConfig):
+        named = f" {grid!r}; load it with load_grid_config({grid!r})" if isinstance(grid, (str, Path)) else ""
+        raise TypeError(f"{caller}: grid must be a GridConfig (from load_grid_config), got "
+                        f"{type(grid).__name__}{named}")
+
+
 def plan_units(grid: GridConfig) -> list[Unit]:
+    """The units (training runs) of ``grid``, in the order :func:`run_grid` trains them.
+
+    Args:
+        grid: a :class:`GridConfig` (from :func:`load_grid_config`); validated first (a one-line ``ValueError``
+            naming a wrong field; anything else than a ``GridConfig`` is a ``TypeError``).
+
+    Returns:
+        One :class:`Unit` (data set, model, variant, split) per run, split-major: every variant of fold/seed k
+        before fold/seed k+1. The results file is not read: finished units are listed too.
+    """
+    _check_grid(grid, "plan_units")
     grid.validate()
     # split-major: every variant of fold/seed k runs before fold/seed k+1, so partial results stay paired
     return [Unit(d, m, v, s) for d in grid.datasets for m in grid.models for s in split_ids(d, grid.folds, grid.seeds)
@@ -582,9 +659,59 @@ def majority_rate(data) -> float:
     return int(torch.bincount(data.labels).max()) / len(data) if len(data) else 0.0
 
 
-def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True, command: str | None = None) -> dict:
-    """Train and test one unit (on ``grid.device``); return its result record."""
+def run_unit(grid: GridConfig, unit: Unit, cache: _Cache | None = None, progress: bool = True,
+             command: str | None = None) -> dict:
+    """Train and test one unit of ``grid`` (on ``grid.device``) and return its result record.
+
+    The record is returned only: it is not appended to ``grid.results``, and that file is not read (a unit it holds
+    is trained again); :func:`run_grid` skips finished units and appends each record. With ``grid.checkpoint_dir``
+    the trained model is saved there; a checkpoint of another configuration at its name is refused before
+    training (as :func:`run_grid` refuses it). The caller's random state (torch's CPU generator, and the GPU's when
+    it trains on one) is left as it was: the unit is seeded with its own seed inside.
+
+    Args:
+        grid: a :class:`GridConfig` (from :func:`load_grid_config`); validated first.
+        unit: one of ``plan_units(grid)``.
+        cache: the data sets and word vectors read so far, shared by :func:`run_grid` over its units; None (the
+            default) reads them for this call.
+        progress: show progress bars of the epochs.
+        command: the command line stored in the record (None for a call from Python).
+
+    Returns:
+        The result record: scores (``test_accuracy``, ``dev_accuracy``, ``history``), ``seconds_per_epoch``,
+        ``parameters``, the unit's ``config`` and ``config_hash``, data and vectors provenance, versions, device.
+    """
+    _check_grid(grid, "run_unit")
+    if not isinstance(unit, Unit):
+        raise TypeError(f"run_unit: unit must be a Unit (one of plan_units(grid)), got {type(unit).__name__}")
+    grid.validate()
     device = resolve_device(grid.device, "device (config `device` / --device)")
+    if grid.checkpoint_dir:  # run_grid checks every unit first; a direct call overwrote another grid's checkpoint
+        check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
+                       directory=True)
+        check_checkpoint_names(grid, [unit])
+    if cache is None:
+        cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format)
+    # the unit's own seed inside, the caller's generators restored after (the GPU's included when it trains there)
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] \
+        if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        return _train_unit(grid, unit, cache, device, progress, command)
+
+
+def _seed_generators(seed: int, device: torch.device) -> None:
+    """Seed torch's CPU generator and, for a GPU, that device's, as ``torch.manual_seed`` seeds them (the same
+    numbers), without queueing a seed for the GPUs that CUDA would apply when first used (after the caller's
+    state was restored)."""
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
+
+
+def _train_unit(grid: GridConfig, unit: Unit, cache: _Cache, device: torch.device, progress: bool,
+                command: str | None) -> dict:
+    """:func:`run_unit` once its arguments are checked."""
     config = unit_config(grid, unit)
     settings: ModelSettings = getattr(grid, unit.model)
     data = cache.dataset(unit.dataset)
@@ -602,7 +729,7 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache, progress: bool = True,
         made = vectors_provenance(grid.vectors, vectors_info["sha256"])  # written by `complexorder vectors train`
         if made and isinstance(made.get("versions"), dict):
             vectors_info["trained_with"] = made["versions"]
-    torch.manual_seed(unit.seed)
+    _seed_generators(unit.seed, device)
     with naming_out_of_memory(f"[{unit.model}] embedding_dim = {settings.embedding_dim} "
                               f"(vocabulary {len(vocab):,} words)"):
         model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)
@@ -739,11 +866,30 @@ def _check_finished_data(finished: list[dict], keys: set, cache: _Cache, results
 def run_grid(grid: GridConfig, progress: bool = True, log=tqdm.write, command: str | None = None) -> list[dict]:
     """Run every unit of ``grid`` not yet in its results file; append each result as it finishes.
 
-    ``log`` takes each line it reports (default: standard output through ``tqdm.write``, which keeps the progress
-    bars on standard error whole; ``print`` cut through them).
+    Everything that can be checked without training is checked before the first unit trains (the grid, the
+    results file, the checkpoint directory, the data, the vectors file). The caller's random state (torch's CPU
+    generator, and that of the GPU it trains on) is left as it was: each unit is seeded with its own seed
+    inside.
 
-    ``command`` (the command line that asked for the run) is stored with each result.
+    Args:
+        grid: a :class:`GridConfig` (from :func:`load_grid_config`; anything else is a one-line ``TypeError``).
+        progress: show progress bars (units, and each unit's epochs).
+        log: takes each line it reports (default: standard output through ``tqdm.write``, which keeps the progress
+            bars on standard error whole; ``print`` cut through them; ``lambda *_: None`` silences them).
+        command: the command line that asked for the run, stored with each result (None for a call from Python).
+
+    Returns:
+        The records of the units this call trained, in order (each also appended to ``grid.results``); units
+        already in the results file are skipped and not returned (a second call returns ``[]``; read the file with
+        :func:`~complexorder.experiments.report.load_results` for all of them).
     """
+    _check_grid(grid, "run_grid")
+    with torch.random.fork_rng(devices=[]):  # the checks build tiny embeddings; run_unit forks a GPU's itself
+        return _run_grid(grid, progress, log, command)
+
+
+def _run_grid(grid: GridConfig, progress: bool, log, command: str | None) -> list[dict]:
+    """:func:`run_grid` once ``grid`` is known to be a grid."""
     units = plan_units(grid)  # validates the grid, its device included, before any data is read
     check_results_file(grid.results, "results file (config `results` / --results)", read_first=True)
     if grid.checkpoint_dir:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import io
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,7 +22,7 @@ import torch
 from ..checkpoint import atomic_write_bytes, atomic_write_text, check_writable, load_checkpoint
 from ..data.vocab import PAD_TOKEN, UNK_TOKEN
 from ..embeddings import ComplexOrderEmbedding, sinusoidal_frequencies
-from ..nn.functional import positive_int
+from ..nn.functional import as_integer, positive_int
 from .classification import build_model_from_config
 
 __all__ = ["load_classifier", "position_sensitivity", "extreme_words", "plot_density", "plot_word_waves",
@@ -79,16 +80,29 @@ def _save_figure(fig, path: Path) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def plot_density(delta: torch.Tensor, path: str | Path, title: str = "") -> None:
-    """Fig. 3: density of δ_j (histogram and Gaussian kernel density estimate)."""
-    import matplotlib
+def _figure(figsize: tuple[float, float]):
+    """A figure drawn by Agg that pyplot does not know: ``matplotlib.use("Agg")`` and ``pyplot`` replaced a
+    notebook's backend (its inline figures) and kept every figure open until closed."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def plot_density(delta: torch.Tensor, path: str | Path, title: str = "") -> None:
+    """Fig. 3: density of δ_j (histogram and Gaussian kernel density estimate), a PNG at ``path``.
+
+    Args:
+        delta: the words' δ_j (:func:`position_sensitivity`, special tokens left out).
+        path: the PNG file to write.
+        title: the plot's title (default: "Distribution of the words' mean absolute frequency").
+    """
     from scipy.stats import gaussian_kde
 
     values = delta.numpy().astype(np.float64)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = _figure((6, 3.5))
     ax.hist(values, bins=60, density=True, alpha=0.35, color="tab:blue", label="histogram")
     if values.std() > 0:
         xs = np.linspace(values.min(), values.max(), 400)
@@ -99,17 +113,22 @@ def plot_density(delta: torch.Tensor, path: str | Path, title: str = "") -> None
     ax.legend(fontsize=8)
     fig.tight_layout()
     _save_figure(fig, Path(path))
-    plt.close(fig)
 
 
 def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, path: str | Path,
                     dims: list[int] | None = None, max_position: int = 40) -> list[int]:
-    """Fig. 1: Re f_d(j, pos) = r_{j,d} cos(ω_{j,d} pos + θ_{j,d}) over positions for a few dimensions."""
-    import matplotlib
+    """Fig. 1: Re f_d(j, pos) = r_{j,d} cos(ω_{j,d} pos + θ_{j,d}) over positions for a few dimensions, a PNG.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Args:
+        embedding: the trained complex-order embedding.
+        word_id: the word's id in the vocabulary; ``word``: its text, for the title.
+        path: the PNG file to write.
+        dims: the dimensions to draw (default: the slowest, a middle and the fastest |ω| of the word).
+        max_position: the last position drawn.
 
+    Returns:
+        The dimensions drawn.
+    """
     D = embedding.embedding_dim
     r = embedding.amplitude.detach().expand(embedding.num_embeddings, D)[word_id]
     w = embedding.frequency.detach().expand(embedding.num_embeddings, D)[word_id]
@@ -120,7 +139,7 @@ def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, p
     bad = [d for d in dims if not 0 <= d < D]
     if bad:
         raise ValueError(f"--dims: dimension {bad[0]} is outside 0..{D - 1}")
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = _figure((7, 3.5))
     xs = np.linspace(0, max_position, 800)
     for d in dims:
         ys = float(r[d]) * np.cos(float(w[d]) * xs + float(theta[d]))
@@ -133,14 +152,39 @@ def plot_word_waves(embedding: ComplexOrderEmbedding, word_id: int, word: str, p
     ax.legend(fontsize=7)
     fig.tight_layout()
     _save_figure(fig, Path(path))
-    plt.close(fig)
     return dims
 
 
 def inspect_checkpoint(path: str | Path, out_dir: str | Path, word: str | None = None, k: int = 50,
                        dims: list[int] | None = None, log=print) -> dict:
-    """Write ``delta_density.png``, ``table7.md`` and (with ``word``) ``waves_<word>.png`` to ``out_dir``."""
+    """Write ``delta_density.png`` (Fig. 3), ``table7.md`` (Table 7) and, with ``word``, ``waves_<word>.png``
+    (Fig. 1) to ``out_dir``, as ``complexorder inspect`` does.
+
+    Args:
+        path: a classifier checkpoint with a complex-order embedding (``classify``/``ablate`` with a
+            ``checkpoint_dir``).
+        out_dir: the directory the files go into (created when missing).
+        word: a word of the checkpoint's vocabulary to draw as waves over positions (None: no wave plot).
+        k: how many words each list of Table 7 holds (the greatest and the smallest δ; a positive integer).
+        dims: the embedding dimensions of the wave plot (default: the word's slowest, a middle and its fastest
+            frequency); it needs ``word`` (without it, a one-line ``ValueError``).
+        log: takes the lines reported (the two word lists, notes); default ``print``, ``lambda *_: None``
+            silences them.
+
+    Returns:
+        ``{"density": Path, "table": Path}`` of the files written, and with ``word`` also ``"waves"`` (the PNG's
+        path) and ``"dims"`` (the dimensions drawn, a list of ints).
+    """
     k = positive_int(k, "k", " (words per list; --top)")  # 0 listed every word as greatest, 2.5 a TypeError
+    if dims is not None and word is None:  # it was ignored without a word (the CLI refuses it)
+        raise ValueError("dims chooses the dimensions of the wave plot of word, and no word is given; give word "
+                         "too, or leave dims out")
+    if dims is not None:  # a string was walked character by character, [] drew an empty plot
+        listed = isinstance(dims, Iterable) and not isinstance(dims, (str, bytes))
+        numbers = [as_integer(d) for d in dims] if listed else []
+        if not numbers or None in numbers:
+            raise ValueError(f"dims must be a non-empty list of embedding dimensions (integers), got {dims!r}")
+        dims = cast("list[int]", numbers)
     model, ck = load_classifier(path)
     emb = model.embedding
     if not isinstance(emb, ComplexOrderEmbedding):

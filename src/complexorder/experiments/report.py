@@ -16,9 +16,11 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -41,14 +43,36 @@ MODEL_TITLES = {"fasttext": "FastText", "cnn": "CNN", "lstm": "LSTM", "transform
 ALPHA = 0.05
 
 
+def results_list(paths, name: str = "results") -> list:
+    """``paths`` (a list of results files) as a list; a single path (a ``str`` or ``Path``, which would be walked
+    character by character) or a value that is not a list is a one-line ``TypeError`` naming ``name``."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        shown = os.fsdecode(paths)
+        raise TypeError(f"{name} must be a list of results files, got the single path {shown!r}; pass "
+                        f"[{shown!r}]")
+    if not isinstance(paths, Iterable) or isinstance(paths, Mapping):
+        raise TypeError(f"{name} must be a list of results files, got {type(paths).__name__}")
+    return list(paths)
+
+
 def load_results(paths, warn=print, require: dict[str, str] | None = None, extra=None) -> list[dict]:
-    """The records of the results files ``paths``, each checked where it was read: a one-line error naming the
-    file and line for a record whose fields are missing or malformed (:func:`record_problem`). ``require``: fields
-    only some outputs need, with what needs them (``FIGURE_FIELDS``); ``extra``: a further check of a record (its
-    problem, or None). A line that is not JSON (an interrupted write) is skipped and reported through ``warn``; a
-    file of which most lines are not JSON is refused."""
+    """The records of the results files ``paths``, each checked where it was read.
+
+    Args:
+        paths: a list of JSON-lines results files (``complexorder classify`` / ``ablate``); a single path is a
+            one-line ``TypeError`` (wrap it in a list).
+        warn: takes each line reporting a skipped line that is not JSON (an interrupted write); default ``print``,
+            ``lambda *_: None`` silences them.
+        require: fields only some outputs need, with what needs them (``FIGURE_FIELDS``).
+        extra: a further check of a record: returns its problem, or None.
+
+    Returns:
+        The records of all the files, in file and line order.
+
+    A record whose fields are missing or malformed is a one-line ``ValueError`` naming the file and line
+    (:func:`record_problem`); a file of which most lines are not JSON is refused."""
     records = []
-    for path in paths:
+    for path in results_list(paths, "paths"):
         if Path(path).is_dir():
             raise IsADirectoryError(f"results file {path} is a directory; pass the JSON-lines file in it that "
                                     "`complexorder classify` or `ablate` wrote")
@@ -572,9 +596,8 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     Returns ``{dataset: {(model, variant): mean seconds}}`` for the plotted data sets.
     """
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     check_records(records, require=FIGURE_FIELDS)
     times: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -586,10 +609,13 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
         raise ValueError(f"no results{'' if dataset is None else f' for data set {dataset!r}'} to plot"
                          + (f"; the results hold {', '.join(present)}" if present and dataset is not None else ""))
     datasets = [d for d in PAPER_COLUMNS if d in times]
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets) + 1.5, 3.8), squeeze=False)
+    # a Figure of its own, not pyplot's: matplotlib.use("Agg") replaced a notebook's inline backend
+    fig = Figure(figsize=(3.2 * len(datasets) + 1.5, 3.8))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(datasets), squeeze=False)
     means: dict[str, dict[tuple[str, str], float]] = {}
     variants_all = ["none", "pe", "tpe", "complex-vanilla", "complex-order"]
-    colours = dict(zip(variants_all, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    colours = dict(zip(variants_all, matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]))
     for ax, d in zip(axes[0], datasets):
         means[d] = {k: float(np.mean(v)) for k, v in times[d].items()}
         models = [m for m in MODEL_TITLES if any(k[0] == m for k in means[d])]
@@ -608,7 +634,6 @@ def plot_epoch_times(records: list[dict], path: str | Path, dataset: str | None 
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     buffer = io.BytesIO()
     fig.savefig(buffer, format=_image_format(path), dpi=110)
-    plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())
     return means
 
@@ -657,13 +682,28 @@ def read_notes(path: str | Path | None, option: str = "--notes") -> str:
 
 
 def write_report(results: list[str], out: str | Path, figure: str | Path | None = None,
-                 figure_dataset: str | None = None, notes: str | Path | None = None) -> str:
+                 figure_dataset: str | None = None, notes: str | Path | None = None, warn=print) -> str:
     """Render ``results`` as Table 2 into ``out`` (and Fig. 2 into ``figure``), then append the Markdown file
-    ``notes`` verbatim after a blank line. Returns the text written."""
+    ``notes`` verbatim after a blank line.
+
+    Args:
+        results: a list of JSON-lines results files (``complexorder classify``); a single path is a one-line
+            ``TypeError`` (wrap it in a list).
+        out: the Markdown file to write; one of the files read (a results file, ``notes``) is refused.
+        figure: where Fig. 2 (seconds per epoch) goes (``.png``, ``.pdf`` or ``.svg``); None: no figure.
+        figure_dataset: plot this data set only (default: every data set the results hold).
+        notes: a Markdown file appended verbatim after the table (None: nothing).
+        warn: takes each line reporting a skipped malformed line of a results file (default ``print``;
+            ``lambda *_: None`` silences them).
+
+    Returns:
+        The text written to ``out``.
+    """
+    results = results_list(results)
     if figure:
         _image_format(figure)
     notes_text = read_notes(notes)
-    records = load_results(results, require=FIGURE_FIELDS if figure else None)
+    records = load_results(results, warn=warn, require=FIGURE_FIELDS if figure else None)
     if not records:
         raise ValueError(f"no results in {', '.join(map(str, results))}")
     reads: dict[str, str | Path] = {f"a results file it renders ({r})": r for r in results}
