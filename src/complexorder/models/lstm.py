@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..nn import ComplexLSTM
+from ..nn import functional as CF
 from .readout import check_embedding, check_sizes, check_tokens, make_dropout, padding_mask, to_real_features
 
 __all__ = ["LSTMClassifier"]
@@ -72,9 +73,30 @@ class LSTMClassifier(nn.Module):
             return self.output(self.output.weight.new_zeros(0, self.output.in_features))
         lengths = padding_mask(tokens, self.embedding).sum(1).clamp_min(1).cpu()
         x = self.dropout(self.embedding(tokens))
+        if self._read_padded(x, lengths):
+            # One forward layer reads each row from its first token, so its state at the row's last token does not
+            # depend on the padding after it: the padded batch gives the packed batch's h_n there, and PyTorch's CPU
+            # LSTM runs it in its fused (oneDNN) kernel, where packed sequences take a step-by-step path: a training
+            # step of the LSTM over [64, 40] tokens, 299 -> 179 ms complex, 68 -> 38 ms real (one thread, stop 79).
+            out, _ = self.lstm(x)
+            last = out[torch.arange(out.shape[0], device=out.device), lengths.to(out.device) - 1]
+            return self.output(self.feature_dropout(to_real_features(last)))
         if isinstance(self.lstm, ComplexLSTM):
             _, (h, _) = self.lstm(x, lengths=lengths)
         else:
             _, (h, _) = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
         last = torch.cat((h[-2], h[-1]), dim=-1) if self.lstm.bidirectional else h[-1]  # the last layer's
         return self.output(self.feature_dropout(to_real_features(last)))
+
+    def _read_padded(self, x: Tensor, lengths: Tensor) -> bool:
+        """Whether the LSTM reads the padded batch instead of packing it (the same result up to float rounding): one
+        layer, one direction, on the CPU, and real tokens in at least two thirds of the batch's slots (training
+        batches are bucketed by length). The fused kernel computes the padding too, so with more of it packing is
+        faster again: a batch of 64 MR sentences drawn at random (22 tokens on average, 51 at most) took 177 ms
+        packed and 219 ms padded. The reverse direction would start in the padding, and a second layer's dropout would
+        draw its mask over the packed tokens, not the padded ones (another random stream). On a GPU cuDNN runs packed
+        sequences in its fused kernel already. A hook on the LSTM would see another call (no lengths, the padded
+        outputs): the packed call runs then."""
+        return bool(self.lstm.num_layers == 1 and not self.lstm.bidirectional and x.device.type == "cpu"
+                    and CF._fast_paths_enabled() and CF._no_hooks(self.lstm)
+                    and 3 * int(lengths.sum()) >= 2 * lengths.numel() * x.shape[1])

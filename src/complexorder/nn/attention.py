@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import torch
@@ -241,6 +242,28 @@ class ComplexMultiheadAttention(nn.Module):
             return out, None
         weights = weights.mean(1) if average_attn_weights else weights
         return out, weights if batched else weights.squeeze(0)
+
+    def _self_attention_parts(self, real: Tensor, imag: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Self-attention on the parts of a batched input (``[B, L, E]``, or ``[L, B, E]`` with
+        ``batch_first=False``; the output in the same layout) with a merged "allowed" mask (:func:`merge_masks`), for
+        the encoder layer's fast path (``functional._attention_parts``): ``W^{Q/K/V}`` as one product of the three
+        weights stacked, three real products on the parts (two when shared)."""
+        e, heads, d = self.embed_dim, self.num_heads, self.head_dim
+        projs = (self.q_proj, self.k_proj, self.v_proj)
+        weight_imag = None if self.share_weights else torch.cat([cast(Tensor, p.weight_imag) for p in projs])
+        bias_real = None if self.q_proj.bias_real is None else torch.cat([cast(Tensor, p.bias_real) for p in projs])
+        bias_imag = None if self.q_proj.bias_imag is None else torch.cat([cast(Tensor, p.bias_imag) for p in projs])
+        qkv = CF._linear_parts(real, imag, torch.cat([p.weight_real for p in projs]), weight_imag, bias_real, bias_imag)
+        order = (0, 2, 1, 3) if self.batch_first else (1, 2, 0, 3)  # -> [B, H, L, d]
+        # views of the query, key and value blocks of both parts (split, not slices: see functional._attention_parts)
+        blocks = [[t.view(*real.shape[:2], heads, d).permute(order) for t in part.split(e, -1)] for part in qkv]
+        q, k, v = ((blocks[0][j], blocks[1][j]) for j in range(3))
+        out = CF._attention_parts(q, k, v, mask, self.dropout, self.training, 1.0 / math.sqrt(d), self.score)
+        back = (0, 2, 1, 3) if self.batch_first else (2, 0, 1, 3)  # [B, H, L, d] -> the input's layout
+        merged = [t.permute(back).reshape(real.shape) for t in out]
+        proj = self.out_proj
+        return CF._linear_parts(merged[0], merged[1], proj.weight_real, proj.weight_imag, proj.bias_real,
+                                proj.bias_imag)
 
     @staticmethod
     def _check_cache(cache: object, batch: int, key_len: int, static_kv: bool) -> None:

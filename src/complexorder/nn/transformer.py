@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from . import functional as CF
 from .activation import ComplexDropout, SplitActivation
-from .attention import ComplexMultiheadAttention
+from .attention import ComplexMultiheadAttention, merge_masks
 from .linear import ComplexLinear
 from .normalization import ComplexLayerNorm
 
@@ -68,6 +68,14 @@ class _FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+    def _forward_parts(self, real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`forward` on the parts (the encoder layer's fast path)."""
+        l1, l2 = self.linear1, self.linear2
+        h = CF._linear_parts(real, imag, l1.weight_real, l1.weight_imag, l1.bias_real, l1.bias_imag)
+        h = CF._activation_parts(self.activation.fn, *h)
+        h = CF._dropout_parts(self.dropout.p, self.dropout.training, *h)
+        return CF._linear_parts(h[0], h[1], l2.weight_real, l2.weight_imag, l2.bias_real, l2.bias_imag)
 
 
 class ComplexTransformerEncoderLayer(nn.Module):
@@ -149,12 +157,72 @@ class ComplexTransformerEncoderLayer(nn.Module):
         """Self-attention then feed-forward, each with a residual and a norm: complex ``src`` ``[B, L, d_model]``
         (``batch_first``), ``[L, B, d_model]`` or unbatched ``[L, d_model]``; masks as
         :class:`torch.nn.TransformerEncoderLayer`."""
+        if self._parts_ok(src, src_mask, src_key_padding_mask):
+            return self._forward_parts(src, src_mask, src_key_padding_mask, is_causal)
         x = src
         if self.norm_first:
             x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             return x + self.dropout2(self.ffn(self.norm2(x)))
         x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self.dropout2(self.ffn(x)))
+
+    def _parts_ok(self, src: object, src_mask: object, src_key_padding_mask: object) -> bool:
+        """Whether :meth:`_forward_parts` may run this call: a batched complex64/complex128 CPU input of width
+        ``d_model`` outside autocast, boolean masks of the shapes the attention takes (anything else, a float mask
+        included, takes the straightforward path and its checks), every parameter in the input's precision on the
+        CPU, the sub-layers of the types this layer builds, with no hooks (the fast path does not call them)."""
+        attn, ffn = self.self_attn, self.ffn
+        if not (type(attn) is ComplexMultiheadAttention and CF._parts_ok(src, attn.q_proj.weight_real)):
+            return False
+        src = cast(Tensor, src)
+        if src.dim() != 3 or src.shape[-1] != attn.embed_dim or attn.kdim != attn.embed_dim or \
+                attn.vdim != attn.embed_dim:
+            return False
+        b, length = (src.shape[0], src.shape[1]) if attn.batch_first else (src.shape[1], src.shape[0])
+        for mask, shapes in ((src_key_padding_mask, [(b, length)]),
+                             (src_mask, [(length, length), (b * attn.num_heads, length, length)])):
+            if mask is not None and not (isinstance(mask, Tensor) and mask.dtype == torch.bool
+                                         and mask.device.type == "cpu" and tuple(mask.shape) in shapes):
+                return False
+        subs = (attn, attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj, ffn, ffn.linear1, ffn.activation,
+                ffn.dropout, ffn.linear2, self.norm1, self.norm2, self.dropout1, self.dropout2)
+        types = (ComplexMultiheadAttention, ComplexLinear, ComplexLinear, ComplexLinear, ComplexLinear, _FeedForward,
+                 ComplexLinear, SplitActivation, ComplexDropout, ComplexLinear, ComplexLayerNorm, ComplexLayerNorm,
+                 ComplexDropout, ComplexDropout)
+        if any(type(m) is not t for m, t in zip(subs, types)) or not CF._no_hooks(*subs):
+            return False
+        weight = attn.q_proj.weight_real
+        return (self.norm1.normalized_shape == self.norm2.normalized_shape == (attn.embed_dim,)
+                and all(p.dtype == weight.dtype and p.device.type == "cpu" for p in self.parameters()))
+
+    def _forward_parts(self, src: Tensor, src_mask: Tensor | None, src_key_padding_mask: Tensor | None,
+                       is_causal: bool) -> Tensor:
+        """:meth:`forward` on the real and imaginary parts of ``src``, split once and joined at the end (see
+        ``functional._linear_parts``): the same result up to float rounding, and the same random numbers for every
+        dropout, drawn in the same order."""
+        attn = self.self_attn
+        b, length = (src.shape[0], src.shape[1]) if attn.batch_first else (src.shape[1], src.shape[0])
+        mask = merge_masks(length, length, src_key_padding_mask, src_mask, is_causal, device=src.device,
+                           num_heads=attn.num_heads, batch_size=b)
+
+        def norm(module: ComplexLayerNorm, real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
+            return CF._layer_norm_parts(real, imag, module.normalized_shape, module.weight, module.bias, module.eps)
+
+        def block(dropout: ComplexDropout, out: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+            return CF._dropout_parts(dropout.p, dropout.training, *out)
+
+        real, imag = CF._split(src)  # in the input's layout, where the dropouts draw their masks as the layers do
+        if self.norm_first:
+            a = block(self.dropout1, attn._self_attention_parts(*norm(self.norm1, real, imag), mask))
+            real, imag = real + a[0], imag + a[1]
+            f = block(self.dropout2, self.ffn._forward_parts(*norm(self.norm2, real, imag)))
+            real, imag = real + f[0], imag + f[1]
+        else:
+            a = block(self.dropout1, attn._self_attention_parts(real, imag, mask))
+            real, imag = norm(self.norm1, real + a[0], imag + a[1])
+            f = block(self.dropout2, self.ffn._forward_parts(real, imag))
+            real, imag = norm(self.norm2, real + f[0], imag + f[1])
+        return torch.complex(real, imag)
 
 
 class ComplexTransformerDecoderLayer(nn.Module):
