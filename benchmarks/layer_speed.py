@@ -4,7 +4,8 @@ Stop 79 made the complex layers of Table 2's classifiers faster without changing
 (``tests/test_layer_fast_paths.py``): the Transformer encoder layer runs on the real and imaginary parts with three
 real products per complex one, the CNN convolves the parts split once for its three filter widths, and the LSTM
 classifier reads a bucketed batch padded (PyTorch's fused LSTM kernel) instead of packed. This script times one
-training step (forward, cross-entropy, backward, Adam step) of each classifier in both forms, interleaved round by round
+training step (forward, cross-entropy, backward, optimiser steps: Table 2's SparseAdam for the sparse embedding tables and
+Adam for the layers; ``--dense-embeddings``: one Adam over every parameter) of each classifier in both forms, interleaved round by round
 in one process, in CPU time of the process (one torch thread), after checking that both forms give the same loss and
 gradients from the same weights (in eval mode: see :func:`probe`), and prints a Markdown table. Run::
 
@@ -49,6 +50,7 @@ import torch.nn.functional as F
 
 import complexorder
 from complexorder import build_embedding
+from complexorder.experiments.training import make_optimizers
 from complexorder.models import build_classifier
 from complexorder.nn import functional as CF
 
@@ -110,12 +112,14 @@ def batch(size: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tenso
     return tokens, torch.randint(0, 2, (size,), generator=gen)
 
 
-def build(package: ModuleType | None, arch: str, embedding: str, vocab: int) -> torch.nn.Module:
+def build(package: ModuleType | None, arch: str, embedding: str, vocab: int, sparse: bool) -> torch.nn.Module:
     dim, options = MODELS[arch]
     if package is None:
-        return build_classifier(arch, build_embedding(embedding, vocab, dim, padding_idx=0), 2, **options)
+        return build_classifier(arch, build_embedding(embedding, vocab, dim, padding_idx=0, sparse=sparse), 2,
+                                **options)
     models = sys.modules[package.__name__ + ".models"]
-    return models.build_classifier(arch, package.build_embedding(embedding, vocab, dim, padding_idx=0), 2, **options)
+    return models.build_classifier(arch, package.build_embedding(embedding, vocab, dim, padding_idx=0, sparse=sparse),
+                                   2, **options)
 
 
 class Form:
@@ -123,7 +127,8 @@ class Form:
 
     def __init__(self, model: torch.nn.Module, fast: bool) -> None:
         self.model, self.fast = model, fast
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        # Table 2's optimisers: Adam for the layers, SparseAdam for sparse embedding tables (make_optimizers)
+        self.optimizers = make_optimizers(model, lr=1e-3, weight_decay=0.0)
 
     def loss_and_grads(self, tokens, labels) -> tuple[float, list[torch.Tensor]]:
         CF._FAST_PATHS = self.fast
@@ -131,25 +136,29 @@ class Form:
         torch.manual_seed(1)  # the same dropout masks in both forms
         loss = F.cross_entropy(self.model(tokens), labels)
         loss.backward()
-        return loss.item(), [p.grad.clone() for p in self.model.parameters() if p.grad is not None]
+        return loss.item(), [(p.grad.to_dense() if p.grad.is_sparse else p.grad.clone())
+                             for p in self.model.parameters() if p.grad is not None]
 
     def step(self, tokens, labels) -> float:
         CF._FAST_PATHS = self.fast
         start = time.process_time()
-        self.optimizer.zero_grad(set_to_none=True)
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=True)
         F.cross_entropy(self.model(tokens), labels).backward()
-        self.optimizer.step()
+        for optimizer in self.optimizers:
+            optimizer.step()
         return time.process_time() - start
 
 
-def probe(arch: str, embedding: str, size: int, length: int, vocab: int, rounds: int, old: ModuleType | None) -> str:
+def probe(arch: str, embedding: str, size: int, length: int, vocab: int, rounds: int, old: ModuleType | None,
+          sparse: bool = True) -> str:
     """One row of the table: the two forms of one classifier from the same weights, checked to agree, then timed."""
     torch.manual_seed(0)
-    model = build(None, arch, embedding, vocab)
+    model = build(None, arch, embedding, vocab, sparse)
     if old is None:
         reference = copy.deepcopy(model)
     else:
-        reference = build(old, arch, embedding, vocab)
+        reference = build(old, arch, embedding, vocab, sparse)
         reference.load_state_dict(model.state_dict())  # the same weights; the state dict's layout is unchanged
     forms = {"old": Form(reference, fast=False), "new": Form(model, fast=True)}
     tokens, labels = batch(size, length, vocab)
@@ -186,6 +195,8 @@ def main(argv=None) -> None:
                         "%(default)s; tpe shows the real LSTM's padded read)")
     parser.add_argument("--shapes", default="64x20,64x50", help="comma-separated BxL (default: %(default)s)")
     parser.add_argument("--vocab", type=int, default=20000, help="V (default: %(default)s)")
+    parser.add_argument("--dense-embeddings", action="store_true", help="dense embedding gradients and one Adam over "
+                        "every parameter (default: Table 2's sparse tables with SparseAdam, Adam for the layers)")
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds per form, at least 5 (default: "
                         "%(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default: %(default)s)")
@@ -218,14 +229,17 @@ def main(argv=None) -> None:
         else:
             label = "this package with the fast paths switched off"
         allocator = "glibc's heap keeping large blocks" if heap else "glibc's default allocator"
-        print(f"torch {torch.__version__}, {args.threads} thread(s), {allocator}; old: {label}; CPU ms per training "
-              f"step, best of {args.rounds} interleaved rounds (median in brackets)\n")
+        tables = ("dense embedding gradients, one Adam" if args.dense_embeddings
+                  else "sparse embedding tables with SparseAdam and Adam for the layers, as Table 2")
+        print(f"torch {torch.__version__}, {args.threads} thread(s), {allocator}; {tables}; old: {label}; CPU ms per "
+              f"training step, best of {args.rounds} interleaved rounds (median in brackets)\n")
         print("| model | embedding | BxL | old ms | new ms | old / new (best) | old / new (median) | max grad diff |")
         print("|---|---|---|---:|---:|---:|---:|---:|")
         for arch in models:
             for embedding in args.embeddings.split(","):
                 for size, length in shapes:
-                    print(probe(arch, embedding, size, length, args.vocab, args.rounds, old), flush=True)
+                    print(probe(arch, embedding, size, length, args.vocab, args.rounds, old,
+                                sparse=not args.dense_embeddings), flush=True)
 
 
 if __name__ == "__main__":
