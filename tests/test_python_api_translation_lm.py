@@ -21,6 +21,7 @@ from complexorder.experiments.language_model_cli import load_lm_config, shipped_
 from complexorder.experiments.translation import (average_checkpoints, packaged_configs, resolve_config,
                                                   train_translation)
 from complexorder.models.seq2seq import TransformerSeq2Seq
+from test_translation_lm_api_checks import DE, EN, toy_data  # noqa: F401  (toy_data: a fixture used below)
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -35,8 +36,6 @@ def quiet(*_):
 
 # ------------------------------------------------------------------------------------------------ tiny set-ups
 
-EN = ["one", "two", "three", "four", "five", "six"]
-DE = ["eins", "zwei", "drei", "vier", "fünf", "sechs"]
 
 
 def tiny_translation_config(**sets):
@@ -45,19 +44,6 @@ def tiny_translation_config(**sets):
         "model.num_decoder_layers": 1, "model.dim_feedforward": 16, "model.dropout": 0.1,
         "data.preprocessing": "word", "data.min_frequency": 1, "train.batch_size": 8, "train.max_steps": 2,
         "train.lr": 0.01, "train.warmup_steps": 1, "decode.beam_size": 2, **sets})
-
-
-@pytest.fixture(scope="module")
-def toy_data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    folder = root / "translation/multi30k"
-    folder.mkdir(parents=True)
-    gen = torch.Generator().manual_seed(0)
-    for split, n in (("train", 40), ("val", 6), ("test2016", 6)):
-        rows = [torch.randint(0, 6, (3,), generator=gen).tolist() for _ in range(n)]
-        (folder / f"{split}.en").write_text("".join(" ".join(EN[i] for i in r) + "\n" for r in rows))
-        (folder / f"{split}.de").write_text("".join(" ".join(DE[i] for i in r) + "\n" for r in rows))
-    return root
 
 
 def save_toy_translator(path, seed: int) -> None:

@@ -43,7 +43,8 @@ from ..errors import naming_out_of_memory
 from ..models import CLASSIFIERS, build_classifier
 from ..models.transformer import NETWORKS, POSITION_ORDERS, READOUTS
 from ..nn.functional import ATTENTION_SCORES, as_integer
-from .training import LOSSES, count_parameters, cpu_state_dict, evaluate_accuracy, train_classifier
+from .training import (LOSSES, count_parameters, cpu_state_dict, evaluate_accuracy, generator_devices, seed_generators,
+                       train_classifier)
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "load_grid_config", "plan_units", "run_grid", "run_unit",
            "build_model_from_config", "unit_key"]
@@ -693,20 +694,8 @@ def run_unit(grid: GridConfig, unit: Unit, cache: _Cache | None = None, progress
     if cache is None:
         cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format)
     # the unit's own seed inside, the caller's generators restored after (the GPU's included when it trains there)
-    devices = [device.index if device.index is not None else torch.cuda.current_device()] \
-        if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
+    with torch.random.fork_rng(devices=generator_devices(device)):
         return _train_unit(grid, unit, cache, device, progress, command)
-
-
-def _seed_generators(seed: int, device: torch.device) -> None:
-    """Seed torch's CPU generator and, for a GPU, that device's, as ``torch.manual_seed`` seeds them (the same
-    numbers), without queueing a seed for the GPUs that CUDA would apply when first used (after the caller's
-    state was restored)."""
-    torch.default_generator.manual_seed(seed)
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            torch.cuda.manual_seed(seed)
 
 
 def _train_unit(grid: GridConfig, unit: Unit, cache: _Cache, device: torch.device, progress: bool,
@@ -729,7 +718,7 @@ def _train_unit(grid: GridConfig, unit: Unit, cache: _Cache, device: torch.devic
         made = vectors_provenance(grid.vectors, vectors_info["sha256"])  # written by `complexorder vectors train`
         if made and isinstance(made.get("versions"), dict):
             vectors_info["trained_with"] = made["versions"]
-    _seed_generators(unit.seed, device)
+    seed_generators(unit.seed, device)
     with naming_out_of_memory(f"[{unit.model}] embedding_dim = {settings.embedding_dim} "
                               f"(vocabulary {len(vocab):,} words)"):
         model = build_model_from_config(config, len(vocab), len(data.label_names), data.max_length(), pretrained)

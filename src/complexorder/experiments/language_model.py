@@ -39,8 +39,8 @@ from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
 from ..nn.functional import as_integer, positive_int
-from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of,
-                       remove_stale_checkpoint_temporaries, run_directory_lock)
+from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of, generator_devices,
+                       remove_stale_checkpoint_temporaries, run_directory_lock, seed_generators)
 
 __all__ = ["TrainSettings", "EvalSettings", "LMConfig", "batchify", "evaluate_bpc", "train_language_model",
            "evaluate_checkpoint", "build_model", "check_lm_config", "CHECKPOINT_KIND"]
@@ -285,25 +285,9 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     check_results_file(Path(out_dir) / "results.jsonl", "--out")  # records are appended to it: not to another file
     device = device if isinstance(device, torch.device) else resolve_device(device)
     with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
-        with torch.random.fork_rng(devices=_generator_devices(device)):  # the caller's random state, restored after
+        with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
             return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
                                               progress=progress, log=log, device=device)
-
-
-def _generator_devices(device: torch.device) -> list[int]:
-    """The CUDA devices whose generator a run on ``device`` seeds and draws from (for ``torch.random.fork_rng``)."""
-    if device.type != "cuda":
-        return []
-    return [device.index if device.index is not None else torch.cuda.current_device()]
-
-
-def _seed(seed: int, device: torch.device) -> None:
-    """Seed torch's CPU generator and, on a GPU, that device's: what ``torch.manual_seed`` does for a run on
-    ``device``, without reseeding (or queueing a reseed of) the other GPUs, which the run never restores."""
-    torch.random.default_generator.manual_seed(seed)
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            torch.cuda.manual_seed(seed)
 
 
 def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: Path, *, resume: bool,
@@ -341,7 +325,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
                          f"{2 * cfg.eval.batch_size} (or 0: the whole valid split)")
     segments_per_epoch = (train_data.shape[1] - 1) // t.tgt_len
 
-    _seed(t.seed, device)
+    seed_generators(t.seed, device)
     model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(optimizer_groups(model, t), lr=t.lr)
     state: dict[str, Any]

@@ -89,6 +89,24 @@ def scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: f
     return out
 
 
+def generator_devices(device: torch.device) -> list[int]:
+    """The CUDA devices whose generator a run on ``device`` seeds and draws from: what ``torch.random.fork_rng`` must
+    fork for the caller's random state to come back after the run (none on the CPU)."""
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
+
+
+def seed_generators(seed: int, device: torch.device) -> None:
+    """Seed torch's CPU generator and, for a GPU, that device's, as ``torch.manual_seed`` seeds them (the same
+    numbers), without reseeding the other GPUs or queueing a seed that CUDA would apply when first used (after the
+    caller's state was restored by ``fork_rng``)."""
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
+
+
 def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
                     frequency_lr_scale: float = 1.0) -> list[torch.optim.Optimizer]:
     """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any).

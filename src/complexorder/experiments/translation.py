@@ -41,8 +41,8 @@ from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_trainin
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
 from ..nn.functional import as_integer
 from .training import (EMBEDDING_ATTRIBUTES, check_finite_loss, count_parameters, cpu_state_dict, device_of,
-                       parameter_groups, remove_stale_checkpoint_temporaries, run_directory_lock,
-                       scale_frequency_lr)
+                       generator_devices, parameter_groups, remove_stale_checkpoint_temporaries, run_directory_lock,
+                       scale_frequency_lr, seed_generators)
 
 __all__ = ["DataConfig", "TrainConfig", "DecodeConfig", "TranslationConfig", "packaged_configs", "resolve_config",
            "inverse_sqrt_lr", "make_batches", "collate", "train_translation", "load_translator",
@@ -415,24 +415,8 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     check_writable(run_dir, "--run-dir", directory=True)
     check_results_file(Path(run_dir) / "log.jsonl", "--run-dir")  # the epochs' records are appended to it
     with run_directory_lock(run_dir, "--run-dir", log):  # a second training in run_dir meanwhile is an error
-        with torch.random.fork_rng(devices=_generator_devices(device)):  # the caller's random state, restored after
+        with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
             return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
-
-
-def _generator_devices(device: torch.device) -> list[int]:
-    """The CUDA devices whose generator a run on ``device`` seeds and draws from (for ``torch.random.fork_rng``)."""
-    if device.type != "cuda":
-        return []
-    return [device.index if device.index is not None else torch.cuda.current_device()]
-
-
-def _seed(seed: int, device: torch.device) -> None:
-    """Seed torch's CPU generator and, on a GPU, that device's: what ``torch.manual_seed`` does for a run on
-    ``device``, without reseeding (or queueing a reseed of) the other GPUs, which the run never restores."""
-    torch.random.default_generator.manual_seed(seed)
-    if device.type == "cuda":
-        with torch.cuda.device(device):
-            torch.cuda.manual_seed(seed)
 
 
 def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_dir: str | Path | None, *,
@@ -499,7 +483,7 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
     valid = _encode(tokenizer, valid_pairs)
     if getattr(tokenizer, "kind", "bpe") == "word":  # BPE has byte fall-back: no <unk>
         log(f"{config.name}: {_unknown_report(tokenizer, config, train, valid)}")
-    _seed(tc.seed, device)
+    seed_generators(tc.seed, device)
     m = config.model
     with naming_out_of_memory(f"[model] d_model = {m.d_model}, dim_feedforward = {m.dim_feedforward}, "
                               f"{m.num_encoder_layers} + {m.num_decoder_layers} layers "
