@@ -189,3 +189,21 @@ def test_shared_functional_conv_takes_unbatched_input_as_the_unshared_one():
             CF.complex_conv1d(crandn(2, 10), w, weight_imag)
     conv = cnn.ComplexConv1d(4, 3, 3, share_weights=True)
     torch.testing.assert_close(conv(x), CF.complex_conv1d(x, conv.weight_real, None, conv.bias_real))
+
+
+@pytest.mark.parametrize("make", [lambda: (lambda t: torch.softmax(t, 0)), lambda: (lambda t: t / t.abs().max()),
+                                  lambda: torch.nn.PReLU(4), lambda: torch.nn.BatchNorm1d(4)],
+                         ids=["softmax-dim0", "global-max", "prelu-per-channel", "batchnorm"])
+def test_any_activation_sees_each_part_alone_with_the_inputs_shape(make):
+    # sigma(Re z) + i sigma(Im z): an activation that is not element-wise (over dim 0, the whole tensor, a channel)
+    # is called on each part with the input's shape, not on the two parts stacked
+    torch.manual_seed(0)
+    z = torch.randn(3, 4, dtype=torch.complex64)
+    act = make()
+    expected = torch.complex(act(z.real.clone()), act(z.imag.clone()))
+    shapes = []
+    if isinstance(act, torch.nn.Module):
+        act.register_forward_hook(lambda module, args, out: shapes.append(tuple(args[0].shape)))
+    assert torch.allclose(CF.split_activation(z, act), expected, atol=1e-6)
+    if shapes:
+        assert shapes == [(3, 4), (3, 4)]

@@ -86,6 +86,7 @@ def test_documented_commands_use_existing_options(parser):
 @pytest.mark.parametrize("argv, usage", [
     (["demo", "--bogus"], "usage: complexorder demo "),
     (["translate", "run", "--checkpoint", "x.pt", "--bogus"], "usage: complexorder translate run "),
+    (["--bogus", "demo"], "usage: complexorder [-h] [--version] COMMAND"),  # before the command: the top level's
 ])
 def test_an_unknown_option_is_reported_with_its_commands_usage(capsys, argv, usage):
     with pytest.raises(SystemExit) as exc:

@@ -304,3 +304,19 @@ def test_no_progress_reaches_the_download_bar(monkeypatch, tmp_path, capsys, arg
     with pytest.raises(_Stop):
         main([*argv, "--data-dir", str(tmp_path), *flag])
     assert calls == [not flag]
+
+
+def test_the_runners_settings_take_numpy_numbers_and_store_plain_ones():
+    # stop 79's review: ModelSettings(epochs=np.int64(2)) was "[cnn] epochs must be a positive integer, got
+    # np.int64(2)", TrainConfig(seed=np.int64(3)) "train.seed must be an integer in [0, 2**32)"
+    from complexorder.experiments.classification import ModelSettings
+    from complexorder.experiments.language_model import EvalSettings, TrainSettings
+    from complexorder.experiments.translation import DataConfig, DecodeConfig, TrainConfig
+
+    settings = ModelSettings(epochs=np.int64(2), lr=np.float32(1e-3))
+    settings.validate("[cnn]")
+    assert (type(settings.epochs), type(settings.lr)) == (int, float)
+    for made in (TrainConfig(seed=np.int64(3), lr=np.float32(1e-3)), DataConfig(max_tokens=np.int32(50)),
+                 DecodeConfig(beam_size=np.int64(4)), TrainSettings(seed=np.int64(3)), EvalSettings(mem_len=np.int64(8))):
+        json.dumps(config_to_dict(made))  # np.int64 is not JSON
+        assert not any(isinstance(getattr(made, f.name), np.generic) for f in dataclasses.fields(made)), made

@@ -307,3 +307,32 @@ def test_public_entry_points_document_their_arguments_and_what_they_return(funct
         assert "units already in the results file are skipped and not returned" in " ".join(doc.split())
     if function is run_unit:
         assert "it is not appended to ``grid.results``" in " ".join(doc.split())
+
+
+def test_embeddings_selects_after_the_command_lines_other_settings_and_never_nothing(tmp_path, capsys):
+    # stop 79's review: `--embeddings` checked the file's grid before `--device cpu` changed it (a config with
+    # device = "cuda" failed on a CPU-only machine with --embeddings only), and embeddings=[] selected every embedding
+    from complexorder.cli import main
+    from complexorder.experiments.classification import load_grid_config
+
+    config = tmp_path / "gpu.toml"
+    config.write_text('extends = "table2"\nresults = "r.jsonl"\ndevice = "cuda:7"\n')
+    argv = ["classify", "--config", str(config), "--datasets", "TREC", "--models", "cnn", "--seeds", "1",
+            "--device", "cpu", "--dry-run", "--data-dir", str(tmp_path)]
+    assert main([*argv, "--embeddings", "complex-order"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["TREC cnn complex-order seed-1"]
+    assert main([*argv, "--embeddings", "complex-ordr"]) == 2
+    assert "--embeddings: unknown name 'complex-ordr'; valid names: " in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"^embeddings is empty; select at least one of 'none'; 'pe'; "):
+        load_grid_config("table2", embeddings=[])
+
+
+def test_loading_a_checkpoint_leaves_the_callers_random_state_as_it_was(checkpoint, tmp_path):
+    # stop 79's review: load_classifier (inspect_checkpoint) and load_translator drew the weights of the model they
+    # then replaced from the caller's generator
+    from complexorder.experiments.inspection import load_classifier
+
+    torch.manual_seed(12345)
+    state = torch.get_rng_state()
+    load_classifier(checkpoint)
+    assert torch.equal(torch.get_rng_state(), state)

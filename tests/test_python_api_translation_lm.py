@@ -373,3 +373,11 @@ def test_errors_of_the_python_functions_name_the_argument_and_the_option(corpus,
     with pytest.raises(ValueError, match=exactly(f"config 'no_such' (--config): no such file and no shipped config of "
                                                  f"that name; shipped: {', '.join(shipped_configs())}")):
         load_lm_config("no_such")
+
+
+def test_load_translator_leaves_the_callers_random_state_as_it_was(two_checkpoints):
+    a, _ = two_checkpoints
+    torch.manual_seed(12345)
+    state = torch.get_rng_state()
+    T.load_translator(a)
+    assert torch.equal(torch.get_rng_state(), state)

@@ -166,7 +166,9 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # argparse would print the top-level usage; the command's own says what it takes
-        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+        before_command = argv.index(args.command) if args.command in argv else len(argv)
+        blamed = parser if any(a in argv[:before_command] for a in unknown) else chosen_parser(parser, args)
+        blamed.error(f"unrecognized arguments: {' '.join(unknown)}")  # `complexorder --bogus demo`: the top level's
     problem = empty_value_problem(args, argv, parser)
     if problem:
         print(f"complexorder: error: {problem}", file=sys.stderr)

@@ -104,7 +104,12 @@ def _values_readable(t: Tensor) -> bool:
     wrappers: a batched tensor has no single value to read, and ``vmap`` refuses the read; ``F.embedding`` still
     raises an ``IndexError`` for an id outside the table, without the id)."""
     return (t.device.type != "meta" and not torch.compiler.is_compiling()
-            and not torch._C._functorch.is_functorch_wrapped_tensor(t))
+            and not _functorch_wrapped(t))
+
+
+#: Whether torch.func wraps a tensor (a private function of torch 2.x with no public equivalent); absent from a torch
+#: that lacks it, no tensor is taken for wrapped (the checks then run, and vmap refuses their read as before)
+_functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", lambda t: False)
 
 
 def _position_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -29,7 +29,7 @@ from .. import __version__
 from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
                           save_checkpoint, scan_jsonl)
 from ..config import (FLOAT32_MAX, _check_value, check_number, config_from_dict, config_to_dict, find_config,
-                      read_extended_toml)
+                      plain_numbers, read_extended_toml)
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, dataset_digest, dataset_folder, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
@@ -196,6 +196,9 @@ class ModelSettings:
                 "dropout": self.dropout, "share_weights": share_weights, "attention_score": self.attention_score,
                 "network": self.network, "readout": self.readout, "position_order": self.position_order,
                 "fixed_length": self.fixed_length or None}
+
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
 
 
 @dataclass
@@ -374,6 +377,11 @@ class GridConfig:
             raise ValueError(f"variant labels must be unique, got {labels}")
 
 
+def variant_names(variants: list[Variant]) -> list[str]:
+    """The names that select among ``variants``: their labels, then their embeddings' names (each once)."""
+    return list(dict.fromkeys([v.label for v in variants] + [v.embedding for v in variants]))
+
+
 def select_variants(variants: list[Variant], names: list[str], what: str = "embeddings") -> list[Variant]:
     """The variants named in ``names``: by label, or by embedding name.
 
@@ -382,7 +390,9 @@ def select_variants(variants: list[Variant], names: list[str], what: str = "embe
     is no label selects every variant with that embedding (``complex-order`` in a config whose only such row is
     labelled ``"complex-order, frequency lr x0.1"``). An unknown name is a one-line ``ValueError`` naming ``what``."""
     labels = [v.label for v in variants]
-    valid = list(dict.fromkeys(labels + [v.embedding for v in variants]))
+    valid = variant_names(variants)
+    if not names:  # no variant selected: an empty `variants` would mean every embedding of the grid
+        raise ValueError(f"{what} is empty; select at least one of {'; '.join(repr(v) for v in valid)}")
     for name in names:
         if name not in valid:
             raise ValueError(f"{what}: unknown name {name!r}; valid names: {'; '.join(repr(v) for v in valid)}")

@@ -11,13 +11,14 @@ from typing import Any, overload
 
 from ..checkpoint import check_writable
 from ..models import CLASSIFIERS
-from ..config import check_no_repeats, find_config, read_extended_toml
+from ..config import check_no_repeats, config_from_dict, find_config, read_extended_toml
 from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
 from ..environment import NO_PROGRESS_HELP, set_threads
 from .classification import GridConfig, dry_run_summary, load_grid_config, plan_units, run_grid
 from .classification import select_variants as select_variants_by_name
+from .classification import variant_names
 
 
 @overload
@@ -51,9 +52,7 @@ def parse_names(text: str | None, valid, what: str) -> list[str] | None:
 
 def select_variants(variants, text: str) -> list:
     """The variants named in ``--embeddings`` ``text`` (see :func:`classification.select_variants`)."""
-    labels = [v.label for v in variants]
-    valid = list(dict.fromkeys(labels + [v.embedding for v in variants]))
-    return select_variants_by_name(variants, parse_names(text, valid, "embeddings"))
+    return select_variants_by_name(variants, parse_names(text, variant_names(variants), "embeddings"))
 
 
 #: The most values one ``--folds``/``--seeds`` option may select (each is at least one trained model).
@@ -234,11 +233,13 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
             changes[name] = getattr(args, name)
     if args.epochs is not None and args.epochs <= 0:
         raise ValueError(f"--epochs must be positive, got {args.epochs}")
-    if args.embeddings is None:
-        return load_grid_config(args.config, task, epochs=args.epochs, **changes)
-    # --embeddings selects among the file's variants (by label or embedding name), named in its own error
-    variants = select_variants(load_grid_config(args.config, task).resolved_variants(), args.embeddings)
-    return load_grid_config(args.config, task, epochs=args.epochs, **changes, variants=variants)
+    if args.embeddings is not None:
+        # --embeddings names the file's variants (by label or embedding name), checked here for the option's own
+        # error; the file is read, not yet checked, as the command line's other settings change it (--device cpu)
+        path = find_config(args.config, task)
+        variants = config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path)).resolved_variants()
+        changes["embeddings"] = parse_names(args.embeddings, variant_names(variants), "embeddings")
+    return load_grid_config(args.config, task, epochs=args.epochs, **changes)
 
 
 def command_line() -> str:

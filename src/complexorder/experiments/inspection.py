@@ -38,8 +38,9 @@ def load_classifier(path: str | Path):
             raise ValueError(f"checkpoint {path}: its {key!r} entry is not a list of strings; expected the one "
                              "`complexorder classify` stores")
     try:
-        model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]),
-                                        ck.get("max_positions", 512))
+        with torch.random.fork_rng(devices=[]):  # its weights are drawn, then replaced: the caller's RNG is left alone
+            model = build_model_from_config(ck["config"], len(ck["vocab"]), len(ck["label_names"]),
+                                            ck.get("max_positions", 512))
     except KeyError as exc:
         raise ValueError(f"checkpoint {path}: its config has no {exc.args[0]!r} entry (written by another "
                          "version?); expected the config `complexorder classify` stores") from None

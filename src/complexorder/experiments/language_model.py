@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import (append_jsonl, check_finite_weights, check_results_file, check_writable, drop_records_after,
                           load_checkpoint, save_checkpoint)
-from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict
+from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, config_to_dict, plain_numbers
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
@@ -67,6 +67,9 @@ class TrainSettings:
     eval_max_chars: int = 0      # validate on the first so many characters; 0: the whole split
     checkpoint_interval: int = 1000
 
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
+
 
 @dataclass
 class EvalSettings:
@@ -77,6 +80,9 @@ class EvalSettings:
     clamp_len: int = 820
     same_length: bool = True
     batch_size: int = 10
+
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
 
 
 @dataclass

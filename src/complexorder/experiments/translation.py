@@ -32,8 +32,8 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import (append_jsonl, check_finite_weights, check_results_file, check_text_output, check_writable,
                           drop_records_after, is_torch_file, load_checkpoint, same_file, save_checkpoint)
-from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict, merge_overrides,
-                      overrides_dict, read_extended_toml)
+from ..config import (FLOAT32_MAX, builtin_configs, check_number, check_seed, config_from_dict, config_to_dict,
+                      merge_overrides, overrides_dict, plain_numbers, read_extended_toml)
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
@@ -68,6 +68,9 @@ class DataConfig:
     tgt_lang: str = "de"
     train_limit: int = 0
 
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
+
 
 @dataclass
 class TrainConfig:
@@ -92,6 +95,9 @@ class TrainConfig:
     keep_last: int = 5
     save_every_steps: int = 0
 
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
+
 
 @dataclass
 class DecodeConfig:
@@ -102,6 +108,9 @@ class DecodeConfig:
     max_len_a: float = 1.5
     max_len_b: int = 10
     batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        plain_numbers(self)  # NumPy numbers (np.int64(3), np.float32(1e-3)) stored as plain ones (JSON)
 
 
 @dataclass
@@ -622,7 +631,8 @@ def load_translator(path: str | Path, device: str | torch.device | None = "cpu"
         tokenizer = tokenizer_from_state(ck["tokenizer"])
     except ValueError as exc:
         raise ValueError(f"checkpoint {path}: {exc}") from None
-    model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
+    with torch.random.fork_rng(devices=[]):  # its weights are drawn, then replaced: the caller's RNG is left alone
+        model = TransformerSeq2Seq(config.model, ck["vocab_size"], ck["vocab_size"], pad_id=PAD)
     try:
         model.load_state_dict(ck["model_state"])
     except RuntimeError as exc:

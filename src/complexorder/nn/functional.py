@@ -263,9 +263,12 @@ def split_activation(input: Tensor, activation: Callable[[Tensor], Tensor]) -> T
 
     Args:
         input: complex tensor.
-        activation: a real function ``sigma`` (e.g. :func:`torch.relu`), applied to each part. It may act in place
-            (``nn.ReLU(inplace=True)``, as in :class:`torch.nn.TransformerEncoderLayer`): it then acts on a copy
-            of the parts, ``[2, *]`` (the real part first), and ``input`` is left as it was.
+        activation: a real function ``sigma`` (e.g. :func:`torch.relu`), applied to each part: called once on a
+            copy of the real part and once on a copy of the imaginary part, each of ``input``'s shape (a module's
+            hooks see both calls), so that it may act in place (``nn.ReLU(inplace=True)``, as in
+            :class:`torch.nn.TransformerEncoderLayer`) and ``input`` is left as it was. The common element-wise
+            activations (``relu``, ``gelu``, ``silu``, ``tanh``, ``sigmoid``, ... as functions or ``torch.nn``
+            modules without ``inplace``) run on both parts in one pass instead: the same values, faster.
 
     Shape: ``input [*]`` complex -> ``[*]`` complex.
 
@@ -278,11 +281,11 @@ def split_activation(input: Tensor, activation: Callable[[Tensor], Tensor]) -> T
     input = _autocast_input(input)
     if _elementwise(activation):  # one pass over the interleaved parts, and no copy of them
         return torch.view_as_complex(activation(torch.view_as_real(input.resolve_conj())))
-    # Any other callable sees the parts stacked into one new tensor [2, *]: it may act in place (nn.ReLU(inplace=True)
-    # on input.real and then input.imag, two views of one tensor, broke the backward pass, and overwrote the input),
-    # and whatever it does along the input's own dimensions stays within each part.
-    parts = activation(torch.stack((input.real, input.imag)))
-    return _join(parts[0], parts[1])
+    # Any other callable is called on each part as a tensor of its own, as the paper's sigma(Re z) + i sigma(Im z):
+    # a copy, so that it may act in place (nn.ReLU(inplace=True) on input.real and then input.imag, two views of one
+    # tensor, broke the backward pass and overwrote the input); a softmax over dim 0, a PReLU or a norm see each part
+    # with the input's shape, as they did.
+    return _join(activation(input.real.clone()), activation(input.imag.clone()))
 
 
 #: Real activations known to act element by element and out of place (modules: unless built with inplace=True):
@@ -689,12 +692,11 @@ def _conv1d_parts(real: Tensor, imag: Tensor, weight_real: Tensor, weight_imag: 
 
 
 def _activation_parts(activation: Callable[[Tensor], Tensor], real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
-    """:func:`split_activation` on the parts: an element-wise activation on each; any other callable sees the parts
-    stacked ``[2, *]``, as :func:`split_activation` gives them to it."""
+    """:func:`split_activation` on the parts: the activation on each part, a copy of it unless the activation is one of
+    the known element-wise ones (it may act in place), as :func:`split_activation` calls it."""
     if _elementwise(activation):
         return activation(real), activation(imag)
-    parts = activation(torch.stack((real, imag)))
-    return parts[0], parts[1]
+    return activation(real.clone()), activation(imag.clone())
 
 
 def _dropout_parts(p: float, training: bool, real: Tensor, imag: Tensor) -> tuple[Tensor, Tensor]:
