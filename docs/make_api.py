@@ -3,8 +3,9 @@
     python docs/make_api.py           # rewrite docs/api.md
     python docs/make_api.py --check   # exit status 1 if docs/api.md is not what this script writes now
 
-The public names are each module's ``__all__``; a class lists its constructor and the public methods it defines
-itself (not those inherited from ``torch.nn.Module``). ``tests/test_api_doc.py`` runs ``--check``.
+The public names are each module's ``__all__`` in :data:`MODULES`; a class lists its constructor and the public methods
+it defines itself (not those inherited from ``torch.nn.Module``), each with its own docstring (an overridden ``forward``
+without one shows none, not ``torch.nn.Module.forward``'s). ``tests/test_api_doc.py`` runs ``--check``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ import re
 import sys
 from pathlib import Path
 
-MODULES = ["complexorder", "complexorder.nn", "complexorder.nn.functional", "complexorder.models"]
+MODULES = ["complexorder", "complexorder.nn", "complexorder.nn.functional", "complexorder.models",
+           # the Python API behind the commands (docs/configs.md, "From Python")
+           "complexorder.experiments.classification", "complexorder.experiments.report",
+           "complexorder.experiments.ablation", "complexorder.experiments.inspection",
+           "complexorder.experiments.translation", "complexorder.experiments.language_model"]
 OUT = Path(__file__).resolve().parent / "api.md"
 HEADER = """# API reference
 
-Every public name of the library: its signature and the first paragraph of its docstring (`help(name)` shows the
-whole docstring: arguments, shapes, examples). Written by `python docs/make_api.py` from the code;
-`tests/test_api_doc.py` fails when this file is out of date.
+The public names (each module's `__all__`) of the library's modules — the embeddings, the layers, the models and the
+Python API behind the commands (the experiment runners) — each with its signature and the first paragraph of its own
+docstring (`help(name)` shows the whole docstring: arguments, shapes, examples). Written by `python docs/make_api.py`
+from the code; `tests/test_api_doc.py` fails when this file is out of date.
 """
 
 
@@ -77,7 +83,7 @@ def render() -> str:
                 lines.append(f"### `{name}{signature(obj)}`\n")
                 lines.append((first_paragraph(obj) or "(no docstring)") + "\n")
                 for method_name, method in own_methods(obj):
-                    text = first_paragraph(method)
+                    text = first_paragraph(method) if getattr(method, "__doc__", None) else ""  # not torch's
                     lines.append(f"- `{method_name}{signature(method)}`" + (f": {text}" if text else ""))
                 if own_methods(obj):
                     lines.append("")

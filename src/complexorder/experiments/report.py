@@ -34,7 +34,7 @@ from ..data.classification import DATASETS, NUM_FOLDS
 
 __all__ = ["load_results", "read_results_lines", "check_records", "record_problem", "latest_records", "cell_scores",
            "paired_wilcoxon", "signed_rank_greater", "significance_marks", "render_table2", "plot_epoch_times",
-           "paper_table2", "MARKS"]
+           "paper_table2", "MARKS", "write_report"]
 
 MARKS = {"none": "§", "pe": "†", "tpe": "‡", "complex-vanilla": "*"}
 PAPER_COLUMNS = {"MR": "MR", "SUBJ": "SUBJ", "CR": "CR", "MPQA": "MPQA", "SST2": "SST", "TREC": "TREC",
