@@ -31,6 +31,14 @@ from conftest import load_benchmark
 C128, D64 = torch.complex128, torch.float64
 
 
+def count_calls(monkeypatch, cls: type, name: str) -> list:
+    """A list that gets one entry per call of method ``name`` of ``cls`` (which still runs): was the fast path taken?"""
+    calls: list = []
+    original = getattr(cls, name)
+    monkeypatch.setattr(cls, name, lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
 @pytest.fixture(autouse=True)
 def parts_for_small_inputs(monkeypatch):
     """The encoder layer runs on the parts from one token on, so that the tests' small inputs take the fast path (by
@@ -261,10 +269,7 @@ def test_encoder_layer_on_the_parts_is_the_layer(case, training, slow, monkeypat
     layer = cnn.ComplexTransformerEncoderLayer(8, 2, 12, dropout=0.2, dtype=D64, **built).train(training)
     batch_first = built.get("batch_first", True)
     src = crandn(*((3, 5, 8) if batch_first else (5, 3, 8)), seed=6).requires_grad_()
-    calls = []
-    original = cnn.ComplexTransformerEncoderLayer._forward_parts
-    monkeypatch.setattr(cnn.ComplexTransformerEncoderLayer, "_forward_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, cnn.ComplexTransformerEncoderLayer, "_forward_parts")
     out, grads = layer_grads(layer, src, encoder_call(options), False)
     assert calls, "the fast path was not taken"
     ref, ref_grads = layer_grads(layer, src, encoder_call(options), True, slow)
@@ -312,10 +317,7 @@ def test_encoder_layer_on_the_parts_supports_a_gradient_penalty(slow):
 
 
 def test_encoder_stack_and_transformer_classifier_take_the_fast_path(slow, monkeypatch):
-    calls = []
-    original = cnn.ComplexTransformerEncoderLayer._forward_parts
-    monkeypatch.setattr(cnn.ComplexTransformerEncoderLayer, "_forward_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, cnn.ComplexTransformerEncoderLayer, "_forward_parts")
     torch.manual_seed(0)
     model = build_classifier("transformer", co.build_embedding("complex-order", 50, 16, padding_idx=0), 3, nhead=2,
                              dim_feedforward=24, num_layers=2, dropout=0.1)
@@ -340,10 +342,7 @@ def hooked(layer):
 @pytest.mark.parametrize("case", ["unbatched", "float mask", "complex32", "autocast", "hook", "float64 weights",
                                   "replaced activation"])
 def test_encoder_layer_takes_the_straightforward_path_where_the_fast_one_does_not_apply(case, monkeypatch):
-    calls = []
-    original = cnn.ComplexTransformerEncoderLayer._forward_parts
-    monkeypatch.setattr(cnn.ComplexTransformerEncoderLayer, "_forward_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, cnn.ComplexTransformerEncoderLayer, "_forward_parts")
     torch.manual_seed(0)
     layer = cnn.ComplexTransformerEncoderLayer(8, 2, 12, dropout=0.0)
     src = crandn(2, 4, 8, dtype=torch.complex64)
@@ -411,10 +410,7 @@ def tokens_and_labels(batch=4, length=9, vocab=40, short=(5, 1)):
 @pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize("training", [False, True])
 def test_cnn_on_the_parts_is_the_cnn(share, training, slow, monkeypatch):
-    calls = []
-    original = co.models.CNNClassifier._convolve_parts
-    monkeypatch.setattr(co.models.CNNClassifier, "_convolve_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, co.models.CNNClassifier, "_convolve_parts")
     torch.manual_seed(0)
     model = build_classifier("cnn", co.build_embedding("complex-order", 40, 6, padding_idx=0, dtype=D64), 3,
                              filters=4, share_weights=share).train(training)
@@ -445,10 +441,7 @@ def test_cnn_on_the_parts_in_float32_is_the_float64_cnn(slow):
 
 
 def test_cnn_takes_the_convolutions_where_the_fast_path_does_not_apply(monkeypatch):
-    calls = []
-    original = co.models.CNNClassifier._convolve_parts
-    monkeypatch.setattr(co.models.CNNClassifier, "_convolve_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, co.models.CNNClassifier, "_convolve_parts")
     tokens, _ = tokens_and_labels()
     real = build_classifier("cnn", co.build_embedding("tpe", 40, 6, padding_idx=0), 3, filters=4)
     real(tokens)
@@ -535,10 +528,7 @@ def test_encoder_layer_keeps_small_and_empty_batches_on_the_straightforward_path
     import complexorder.nn.transformer as transformer
 
     monkeypatch.setattr(transformer, "_PARTS_MIN_TOKENS", 64)
-    calls = []
-    original = cnn.ComplexTransformerEncoderLayer._forward_parts
-    monkeypatch.setattr(cnn.ComplexTransformerEncoderLayer, "_forward_parts",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls = count_calls(monkeypatch, cnn.ComplexTransformerEncoderLayer, "_forward_parts")
     torch.manual_seed(0)
     layer = cnn.ComplexTransformerEncoderLayer(8, 2, 12, dropout=0.0)
     for shape in ((0, 5, 8), (3, 0, 8), (3, 5, 8)):
