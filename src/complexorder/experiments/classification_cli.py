@@ -238,7 +238,7 @@ def load_grid(args: argparse.Namespace, task: str = "classification") -> GridCon
         # error; the file is read, not yet checked, as the command line's other settings change it (--device cpu)
         path = find_config(args.config, task)
         variants = config_from_dict(read_extended_toml(path, task), GridConfig, where=str(path)).resolved_variants()
-        changes["embeddings"] = parse_names(args.embeddings, variant_names(variants), "embeddings")
+        changes["variants"] = select_variants(variants, args.embeddings)
     return load_grid_config(args.config, task, epochs=args.epochs, **changes)
 
 

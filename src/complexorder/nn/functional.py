@@ -330,8 +330,14 @@ def complex_dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Ten
     check_dropout(p, "dropout probability p")
     if not training or p == 0.0:
         return input
-    mask = F.dropout(torch.ones(input.shape, dtype=input.real.dtype, device=input.device), p, True)
-    return input * mask
+    return input * _unit_dropout_mask(input.shape, input.real.dtype, input.device, p)
+
+
+def _unit_dropout_mask(shape: torch.Size, dtype: torch.dtype, device: torch.device, p: float) -> Tensor:
+    """The real mask of :func:`complex_dropout` (0, or ``1 / (1 - p)``, per complex unit), drawn from the random
+    numbers ``F.dropout`` draws: the parts path (:func:`_dropout_parts`) takes the same one, so both paths drop the
+    same units."""
+    return F.dropout(torch.ones(shape, dtype=dtype, device=device), p, True)
 
 
 def complex_layer_norm(input: Tensor, normalized_shape: tuple[int, ...], weight: Tensor | None = None,
@@ -705,7 +711,7 @@ def _dropout_parts(p: float, training: bool, real: Tensor, imag: Tensor) -> tupl
     check_dropout(p, "dropout probability p")
     if not training or p == 0.0:
         return real, imag
-    mask = F.dropout(torch.ones(real.shape, dtype=real.dtype, device=real.device), p, True)
+    mask = _unit_dropout_mask(real.shape, real.dtype, real.device, p)
     return real * mask, imag * mask
 
 
