@@ -86,8 +86,8 @@ def plain_autograd_required(*tensors: Tensor | None) -> bool:
     ``torch.func`` transform (``grad``, ``vmap``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ...: the fused
     function has no batching rule or forward derivative, and the kernel reads the memory of plain tensors only) and
     when one of ``tensors`` is a forward-mode AD dual tensor (``torch.autograd.forward_ad.make_dual``: the fused
-    function has no ``jvp``; ``unpack_dual``, public, finds the tangent, inside a ``dual_level`` only). About 0.6
-    microseconds per call in the common eager case (one thread), against milliseconds for the embedding's step.
+    function has no ``jvp``; ``unpack_dual``, public, finds the tangent, inside a ``dual_level`` only). About 0.25
+    microseconds per call in the common eager case (one thread; docs/speed.md), against milliseconds for the embedding's step.
     """
     if torch.compiler.is_compiling() or _functorch_active():
         return True
