@@ -213,6 +213,38 @@ def test_resolve_config_takes_a_list_of_set_strings_as_well_as_a_mapping():
         resolve_config("cpu-complex-order", {3: 1})
 
 
+def test_override_errors_name_the_python_argument_not_the_command_line_option(capsys, tmp_path):
+    """Stop 80: a misspelt key in ``overrides={...}`` was reported as ``--set train.lrr: ...``, an option the Python
+    caller never gave, and ``load_lm_config(..., embedding="pe")`` as ``option embedding: unknown key ...``."""
+    for load, valid in ((lambda ov, **kw: resolve_config("cpu-complex-order", ov, **kw), "batch_size, max_epochs"),
+                        (lambda ov, **kw: load_lm_config("proxy_cpu", ov, **kw), "tgt_len, batch_size")):
+        with pytest.raises(ValueError, match="^" + re.escape(f"overrides['train.lrr']: unknown key 'lrr' in [train]; "
+                                                             f"valid keys: {valid}, ")):
+            load({"train.lrr": 1})
+        with pytest.raises(ValueError, match=exactly("overrides['train.lr']: expected a number, got 'x'")):
+            load({"train.lr": "x"})
+        with pytest.raises(ValueError, match=exactly("overrides['train.lr.x']: 'train.lr' is a value, not a section")):
+            load({"train.lr.x": 1})
+        with pytest.raises(ValueError, match=exactly("--set train.lr: expected a number, got 'x'")):
+            load({"train.lr": "x"}, option="--set")  # what the command line passes
+    with pytest.raises(TypeError, match=exactly(
+            "load_lm_config: unexpected keyword 'embedding'; its keywords are the dotted settings model.embedding, "
+            "train.max_steps (pass **{'model.embedding': 'pe'}); give any other setting in overrides")):
+        load_lm_config("proxy_cpu", embedding="pe")
+    with pytest.raises(TypeError, match="^load_lm_config: unexpected keyword 'train.lr'; "):
+        load_lm_config("proxy_cpu", **{"train.lr": 1e-3})
+    with pytest.raises(ValueError, match=exactly("load_lm_config keyword train.max_steps: expected an integer, got 'x'")):
+        load_lm_config("proxy_cpu", **{"train.max_steps": "x"})
+    # the command lines still name --set
+    assert main(["translate", "train", "--config", "cpu-complex-order", "--set", "train.lrr=1"]) == 2
+    assert capsys.readouterr().err.strip().startswith("complexorder: error: --set train.lrr: unknown key 'lrr' in "
+                                                      "[train]; valid keys: batch_size, ")
+    assert main(["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path), "--out", str(tmp_path / "run"),
+                 "--set", "train.lrr=1"]) == 2
+    assert capsys.readouterr().err.strip().startswith("complexorder: error: --set train.lrr: unknown key 'lrr' in "
+                                                      "[train]; valid keys: tgt_len, ")
+
+
 def test_load_lm_config_takes_a_mapping_as_well_as_a_list_of_set_strings(capsys, tmp_path):
     """It took a list only: a dict was read as its keys ("--set 'train.lr': expected SECTION.KEY=VALUE") and a bare
     string one character at a time ("--set 't': ...")."""
@@ -228,8 +260,8 @@ def test_load_lm_config_takes_a_mapping_as_well_as_a_list_of_set_strings(capsys,
                                                  "train.lr=1e-3")):
         load_lm_config("proxy_cpu", ["lr=1e-3"])
     # a mapping that contradicts an option's direct value is refused as a list was
-    with pytest.raises(ValueError, match=exactly("--max-steps 5 and --set train.max_steps=7 contradict each other; "
-                                                 "give one of them")):
+    with pytest.raises(ValueError, match=exactly("keyword train.max_steps=5 and overrides['train.max_steps']=7 "
+                                                 "contradict each other; give one of them")):
         load_lm_config("proxy_cpu", {"train.max_steps": 7}, **{"train.max_steps": 5})
     # the command line's message still names --set
     assert main(["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path), "--out", str(tmp_path / "run"),

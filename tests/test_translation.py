@@ -258,8 +258,10 @@ def test_packaged_configs_load_and_cpu_variants_share_budget_and_parameter_count
     counts = [sum(p.numel() for p in TransformerSeq2Seq(c.model, vocab, vocab).parameters()) for c in cpu]
     assert max(counts) / min(counts) <= 1.10
     assert resolve_config("cpu-vanilla", {"train.lr": 0.01}).train.lr == 0.01
-    with pytest.raises(ValueError, match=r"^--set train.warmup: unknown key 'warmup' in \[train\]; valid keys: "):
+    with pytest.raises(ValueError, match=r"^overrides\['train.warmup'\]: unknown key 'warmup' in \[train\]; valid keys: "):
         resolve_config("cpu-vanilla", {"train.warmup": 3})
+    with pytest.raises(ValueError, match=r"^--set train.warmup: unknown key 'warmup' in \[train\]; valid keys: "):
+        resolve_config("cpu-vanilla", {"train.warmup": 3}, option="--set")
     with pytest.raises(FileNotFoundError, match="neither a file nor a packaged config"):
         resolve_config("gpu-huge")
 

@@ -379,10 +379,15 @@ def test_an_lm_option_and_a_set_of_the_same_setting_that_disagree_are_refused(tm
     """`--embedding complex-order --set model.embedding=pe` trained complex-order without a word."""
     with pytest.raises(ValueError, match=exactly("--embedding complex-order and --set model.embedding=pe contradict "
                                                  "each other; give one of them")):
-        load_lm_config("proxy_cpu", ["model.embedding=pe"], **{"model.embedding": "complex-order"})
+        load_lm_config("proxy_cpu", ["model.embedding=pe"], option="--set", **{"model.embedding": "complex-order"})
     with pytest.raises(ValueError, match=exactly("--max-steps 5 and --set train.max_steps=7 contradict each other; "
                                                  "give one of them")):
-        load_lm_config("proxy_cpu", ["train.max_steps=7"], **{"train.max_steps": 5})
+        load_lm_config("proxy_cpu", ["train.max_steps=7"], option="--set", **{"train.max_steps": 5})
+    # from Python the message names the arguments as they were given (stop 80: it named --embedding and --set)
+    with pytest.raises(ValueError, match=exactly("keyword model.embedding='complex-order' and "
+                                                 "overrides['model.embedding']='pe' contradict each other; give one "
+                                                 "of them")):
+        load_lm_config("proxy_cpu", ["model.embedding=pe"], **{"model.embedding": "complex-order"})
     same = load_lm_config("proxy_cpu", ["model.embedding=pe"], **{"model.embedding": "pe"})
     assert same.model.embedding == "pe"
     assert main(["lm", "train", "--config", "proxy_cpu", "--corpus", str(tmp_path), "--out", str(tmp_path / "run"),

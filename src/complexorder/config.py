@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["check_no_repeats", "check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides",
+__all__ = ["check_no_repeats", "check_number", "is_finite_number", "load_config", "config_from_dict", "config_to_dict", "apply_overrides", "check_overrides", "merge_overrides", "override_label",
            "parse_override", "overrides_dict", "read_toml", "find_config",
            "builtin_configs", "read_extended_toml"]
 
@@ -212,24 +212,36 @@ def config_from_dict(data: dict, cls: type[T], where: str = "config") -> T:
         raise ValueError(f"{where}: {exc}") from None
 
 
+def override_label(option: str, dotted: str) -> str:
+    """How an error names one override: ``--set train.lr`` for a command-line option (``option`` starts with ``-``),
+    ``overrides['train.lr']`` for a Python argument (``option`` is its name), or ``option`` with the key put in
+    for ``{}`` (``"keyword {}"``: ``keyword train.lr``)."""
+    if "{}" in option:
+        return option.replace("{}", dotted)
+    return f"{option} {dotted}" if option.startswith("-") else f"{option}[{dotted!r}]"
+
+
 def check_overrides(cls: type, overrides: dict[str, Any], option: str = "--set") -> None:
     """One-line errors naming ``option`` for dotted keys (``train.lr``) that ``cls`` lacks or values of the wrong type.
 
     Checked before the overrides are merged into a config file, so that a misspelt ``--set`` key is
-    blamed on the option, not on the file it would have been merged into.
+    blamed on the option, not on the file it would have been merged into. ``option`` is a command-line option
+    (``--set``: errors say ``--set train.lr: ...``) or the name of a Python argument (``overrides``: errors say
+    ``overrides['train.lr']: ...``).
     """
     for dotted, value in overrides.items():
+        label = override_label(option, dotted)
         node, parts = cls, dotted.split(".")
         for i, part in enumerate(parts):
             section = ".".join(parts[:i])
             if not dataclasses.is_dataclass(node):
-                raise ValueError(f"{option} {dotted}: {section!r} is a value, not a section")
+                raise ValueError(f"{label}: {section!r} is a value, not a section")
             fields = [f.name for f in dataclasses.fields(node)]
             if part not in fields:
                 where = f"[{section}]" if section else "the top level"
-                raise ValueError(f"{option} {dotted}: unknown key {part!r} in {where}; valid keys: {', '.join(fields)}")
+                raise ValueError(f"{label}: unknown key {part!r} in {where}; valid keys: {', '.join(fields)}")
             node = typing.get_type_hints(node)[part]
-        _check_value(value, node, f"{option} {dotted}")
+        _check_value(value, node, label)
 
 
 def merge_overrides(data: dict, overrides: dict[str, Any], cls: type, option: str = "--set") -> dict:
@@ -241,7 +253,7 @@ def merge_overrides(data: dict, overrides: dict[str, Any], cls: type, option: st
         for part in parents:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):  # the file holds a value where ``cls`` has a section
-                raise ValueError(f"{option} {dotted}: the config file's {part!r} is not a section")
+                raise ValueError(f"{override_label(option, dotted)}: the config file's {part!r} is not a section")
         node[leaf] = value
     return data
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..checkpoint import check_results_file, check_writable, resume_point
 from ..config import (builtin_configs, check_no_repeats, check_seed, config_from_dict, json_ready, merge_overrides,
-                      overrides_dict, parse_override, read_extended_toml)
+                      override_label, overrides_dict, parse_override, read_extended_toml)
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -116,8 +116,8 @@ def _parse_override(item: str) -> tuple[str, object]:
     return parse_override(item, name="--set")
 
 
-def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = (),
-                   **direct: Any) -> LMConfig:
+def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = (), *,
+                   option: str = "overrides", **direct: Any) -> LMConfig:
     """An :class:`LMConfig` from a TOML file or a shipped config name, with overrides laid over it.
 
     Args:
@@ -126,10 +126,13 @@ def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[s
         overrides: settings to change, as ``lm train --set`` takes them: a mapping of dotted keys to values
             (``{"train.lr": 1e-3, "model.embedding": "pe"}``) or a sequence of ``"SECTION.KEY=VALUE"`` strings
             (``["train.lr=1e-3"]``, values read as TOML, else as bare strings). A bare string is a ``TypeError``: pass
-            ``["train.lr=1e-3"]``. Unknown keys and values of the wrong type are one-line ``ValueError`` errors.
+            ``["train.lr=1e-3"]``. Unknown keys and values of the wrong type are one-line ``ValueError`` errors
+            naming the key as given (``overrides['train.lrr']: unknown key 'lrr' in [train]; ...``).
+        option: the name errors give ``overrides`` (the command line passes ``"--set"``: ``--set train.lrr: ...``).
         **direct: dotted keys (so passed as ``**{"model.embedding": "pe"}``) of the settings ``lm train`` has options
             of its own for (``--embedding``: ``model.embedding``; ``--max-steps``: ``train.max_steps``); ``None``
             values are ignored, and a value that contradicts ``overrides`` for the same key is a ``ValueError``.
+            Any other keyword is a ``TypeError`` (give other settings in ``overrides``).
 
     Returns:
         The checked :class:`LMConfig`, for
@@ -141,13 +144,21 @@ def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[s
             raise ValueError(f"config {str(source)!r} (--config): no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    sets = overrides_dict(overrides)
+    sets = overrides_dict(overrides, name=option)
+    command_line = option.startswith("-")
+    for key in direct:  # load_lm_config(..., embedding="pe") read "option embedding: unknown key 'embedding' ..."
+        if key not in SETTING_OPTIONS:
+            raise TypeError(f"load_lm_config: unexpected keyword {key!r}; its keywords are the dotted settings "
+                            f"{', '.join(SETTING_OPTIONS)} (pass **{{'model.embedding': 'pe'}}); give any other "
+                            "setting in overrides")
     for key, value in direct.items():  # --embedding vanilla --set model.embedding=pe kept --embedding silently
         if value is not None and key in sets and sets[key] != value:
-            raise ValueError(f"{SETTING_OPTIONS.get(key, key)} {value} and --set {key}={sets[key]} contradict each "
-                             "other; give one of them")
-    data = merge_overrides(read_extended_toml(path, "lm"), sets, LMConfig)
-    data = merge_overrides(data, {k: v for k, v in direct.items() if v is not None}, LMConfig, "option")
+            both = (f"{SETTING_OPTIONS[key]} {value} and {option} {key}={sets[key]}" if command_line else
+                    f"keyword {key}={value!r} and {override_label(option, key)}={sets[key]!r}")
+            raise ValueError(f"{both} contradict each other; give one of them")
+    data = merge_overrides(read_extended_toml(path, "lm"), sets, LMConfig, option)
+    given = {key: value for key, value in direct.items() if value is not None}
+    data = merge_overrides(data, given, LMConfig, "load_lm_config keyword {}")
     return config_from_dict(data, LMConfig, where=str(path))
 
 
@@ -197,7 +208,8 @@ def run_train(args: argparse.Namespace) -> int:
     if args.max_steps is not None and args.max_steps <= 0:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
     sets = dict(_parse_override(item) for item in args.set)  # "--set 'x': expected ..." names the option
-    cfg = load_lm_config(args.config, sets, **{"model.embedding": args.embedding, "train.max_steps": args.max_steps})
+    cfg = load_lm_config(args.config, sets, option="--set",
+                         **{"model.embedding": args.embedding, "train.max_steps": args.max_steps})
     args.on_interrupt = lambda: (f"`lm train ... --resume` continues from "
                                  f"{resume_point(Path(args.out) / 'last.pt')}; the steps after it are trained again "
                                  f"(a checkpoint is written every train.checkpoint_interval = "

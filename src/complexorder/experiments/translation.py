@@ -132,14 +132,15 @@ def packaged_configs() -> list[str]:
     return builtin_configs("translation")
 
 
-def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None
-                   ) -> TranslationConfig:
+def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None, *,
+                   option: str = "overrides") -> TranslationConfig:
     """A packaged config by name, or a TOML file, with ``overrides`` laid over it.
 
     ``overrides`` is a mapping of dotted keys to values (``{"train.lr": 1e-3, "name": "toy"}``) or a sequence of
     ``"KEY=VALUE"`` strings as ``translate train --set`` takes them (``["train.lr=1e-3"]``, values read as TOML,
     else as bare strings); a bare string is a ``TypeError``. Unknown keys and values of the wrong type are one-line
-    ``ValueError`` errors naming the key.
+    ``ValueError`` errors naming the key as given: ``overrides['train.lrr']: unknown key 'lrr' in [train]; ...``
+    (``option`` is the name they go by; the command line passes ``"--set"``, and its errors say ``--set train.lrr``).
     """
     # KEY=VALUE, not SECTION.KEY=VALUE: the config's name is a top-level key (name=toy)
     sets = overrides_dict(overrides, form="KEY=VALUE", example="train.max_steps=2000", sections=False)
@@ -151,7 +152,7 @@ def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequ
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
     data = read_extended_toml(path, "translation")
     if sets:
-        data = merge_overrides(data, sets, TranslationConfig)
+        data = merge_overrides(data, sets, TranslationConfig, option)
     return config_from_dict(data, TranslationConfig, where=str(path))
 
 

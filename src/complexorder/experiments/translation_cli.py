@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
         return 0
     if args.action == "train":
-        config = T.resolve_config(args.config, _parse_set(args.set))
+        config = T.resolve_config(args.config, _parse_set(args.set), option="--set")
         run_dir = Path(args.run_dir or Path("runs") / "translation" / config.name)
         args.on_interrupt = lambda: (f"the same command continues from {resume_point(run_dir / 'last.pt')}; the "
                                      f"steps after it are trained again (a checkpoint is written every "
