@@ -540,7 +540,8 @@ def test_frequency_init_options_fill_the_table_as_documented():
                                     "complexorder.models.cnn", "complexorder.models.lstm",
                                     "complexorder.models.transformer", "complexorder.models.seq2seq",
                                     "complexorder.models.transformer_xl", "complexorder.nn.functional",
-                                    "complexorder.models", "complexorder.experiments.classification"])
+                                    "complexorder.models", "complexorder.experiments.classification",
+                                    "complexorder.nn.value_checks"])
 def test_docstring_examples_run_and_print_what_they_claim(module):
     import doctest
     import importlib

@@ -16,6 +16,7 @@ from .embeddings import (
     sinusoidal_frequencies,
     sinusoidal_position_encoding,
 )
+from .nn.value_checks import set_value_checks, value_checks_enabled
 
 __version__ = "0.1.0"
 
@@ -31,5 +32,7 @@ __all__ = [
     "complex_to_real",
     "sinusoidal_frequencies",
     "sinusoidal_position_encoding",
+    "set_value_checks",
+    "value_checks_enabled",
     "__version__",
 ]

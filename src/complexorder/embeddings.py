@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .nn.functional import as_integer, check_flags
+from .nn.value_checks import value_checks_enabled
 from .nn.wave import (complex_order_embedding, complex_order_embedding_reference, complex_vanilla_embedding,
                       complex_vanilla_embedding_reference, sparse_allowed)
 
@@ -102,8 +103,9 @@ def _values_readable(t: Tensor) -> bool:
     the graph; the compiled model then runs unchecked, as ``nn.Embedding``'s index check is a kernel assertion), nor
     on a tensor that a ``torch.func`` transform wraps (``vmap``'s batched tensors, and ``grad``'s and ``jvp``'s
     wrappers: a batched tensor has no single value to read, and ``vmap`` refuses the read; ``F.embedding`` still
-    raises an ``IndexError`` for an id outside the table, without the id)."""
-    return (t.device.type != "meta" and not torch.compiler.is_compiling()
+    raises an ``IndexError`` for an id outside the table, without the id), nor when
+    :class:`~complexorder.set_value_checks` turned the checks off."""
+    return (value_checks_enabled() and t.device.type != "meta" and not torch.compiler.is_compiling()
             and not _functorch_wrapped(t))
 
 

@@ -46,6 +46,7 @@ from ..embeddings import build_embedding, check_phase_dropout, complex_to_real, 
 from ..nn import (ComplexDropout, ComplexLayerNorm, ComplexTransformerDecoderLayer,
                   ComplexTransformerEncoderLayer)
 from ..nn.functional import as_integer, check_attention_score
+from ..nn.value_checks import value_checks_enabled
 from .tied import refuse_untied_state
 
 __all__ = ["READOUTS", "VARIANTS", "Seq2SeqConfig", "TransformerSeq2Seq", "reorder_cache"]
@@ -181,7 +182,8 @@ def _check_reorder_index(index: object, tensors: list[tuple[dict, Any]]) -> Tens
     if index.dtype not in (torch.int32, torch.int64):
         index = index.long()  # uint8, int16, ...: index_select takes int32 and int64 only
     sizes = [d[k].shape[0] for d, k in tensors if d[k].dim()]
-    if index.device.type == "cpu" and index.numel() and sizes:  # on a GPU min/max would sync host and device
+    # on a GPU min/max would sync host and device
+    if index.device.type == "cpu" and index.numel() and sizes and value_checks_enabled():
         batch = min(sizes)
         low, high = (int(v) for v in torch.aminmax(index))
         if low < 0 or high >= batch:
