@@ -217,6 +217,7 @@ def _from_pretrained(cls: type[_E], amplitude: Tensor, freeze_amplitude: bool, k
                         "train)")
     if amplitude.is_floating_point():  # as nn.Embedding.from_pretrained: the matrix's dtype (float64 stays float64)
         kwargs = {"dtype": amplitude.dtype, **kwargs}
+    kwargs = {"device": amplitude.device, **kwargs}  # and its device (stop 80: a GPU matrix gave a CPU embedding)
     emb = cls(amplitude.shape[0], amplitude.shape[1], amplitude_init=amplitude, **kwargs)
     emb.amplitude.requires_grad_(not freeze_amplitude)
     return emb

@@ -102,7 +102,7 @@ def plot_density(delta: torch.Tensor, path: str | Path, title: str = "") -> None
     """
     from scipy.stats import gaussian_kde
 
-    values = delta.numpy().astype(np.float64)
+    values = delta.detach().cpu().numpy().astype(np.float64)  # a GPU embedding's δ too
     fig, ax = _figure((6, 3.5))
     ax.hist(values, bins=60, density=True, alpha=0.35, color="tab:blue", label="histogram")
     if values.std() > 0:

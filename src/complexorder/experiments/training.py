@@ -165,8 +165,18 @@ def device_of(model: nn.Module) -> torch.device:
 
 
 def cpu_state_dict(model: nn.Module) -> dict:
-    """The model's state dict in CPU tensors: what checkpoints hold, whatever the device it trained on."""
-    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    """The model's state dict in CPU tensors: what checkpoints hold, whatever the device it trained on.
+
+    A tensor under several keys (a tied embedding and output layer) is copied once, and its keys share the copy, as
+    they share it on the CPU: ``.cpu()`` of a GPU tensor makes a new copy per key, and ``torch.save`` stored each.
+    """
+    copies: dict[int, torch.Tensor] = {}
+    state = {}
+    for key, tensor in model.state_dict(keep_vars=True).items():  # the tensors themselves: tied keys give one object
+        if id(tensor) not in copies:
+            copies[id(tensor)] = tensor.detach().cpu()
+        state[key] = copies[id(tensor)]
+    return state
 
 
 def check_finite_loss(loss: float, step: int, last_path: Path) -> None:

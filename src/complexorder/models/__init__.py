@@ -53,9 +53,10 @@ def build_classifier(architecture: str, embedding: nn.Module, num_classes: int, 
     model = CLASSIFIERS[architecture](embedding, num_classes, **options)
     # The layers are built in torch's default dtype on the CPU; an embedding built in float64 or on a GPU takes
     # them along (a float64 embedding met float32 layers: "mat1 and mat2 must have the same dtype" at the first call).
+    # A float16 / bfloat16 embedding moves them too (stop 80: they stayed on the CPU), in their own dtype.
     table = next((t for t in embedding.parameters() if t.is_floating_point()), None)
-    if table is not None and table.dtype in (torch.float32, torch.float64):
-        model.to(device=table.device, dtype=table.dtype)
+    if table is not None:
+        model.to(device=table.device, dtype=table.dtype if table.dtype in (torch.float32, torch.float64) else None)
     return model
 
 

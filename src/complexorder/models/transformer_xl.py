@@ -560,6 +560,11 @@ class TransformerXL(nn.Module):
                                  f"d_model={d}; expected [{expected}] for every layer")
         if memory.next_position.shape != (bsz,):
             raise ValueError(f"memory.next_position must have shape ({bsz},), got {tuple(memory.next_position.shape)}")
+        device = self.r_w_bias.device  # XLMemory.from_state(state) keeps state()'s CPU tensors (a matmul error)
+        elsewhere = next((t.device for t in (*memory.hidden, memory.next_position) if t.device != device), None)
+        if elsewhere is not None:
+            raise ValueError(f"memory is on {elsewhere}, the model on {device}; move it with "
+                             f"XLMemory.from_state(memory.state(), device={str(device)!r}) or start with init_memory()")
         dtype = self.r_w_bias.dtype
         wrong = next((h.dtype for h in memory.hidden if h.dtype != dtype), None)
         if wrong is not None and not torch.is_autocast_enabled(self.r_w_bias.device.type):  # was a matmul error
@@ -608,6 +613,8 @@ class TransformerXL(nn.Module):
         self._check_memory(memory, bsz)
         if positions is None:
             positions = self.positions(tokens, memory)
+        elif isinstance(positions, Tensor):  # the next memory's counter lives with the tokens (stop 80: CPU positions
+            positions = positions.to(tokens.device)  # for GPU tokens left it on the CPU, and the next segment failed)
         mlen = memory.length
         mask = causal_memory_mask(qlen, mlen, self.mem_len if self.same_length else None, device=tokens.device)
         r = self.drop(relative_position_encoding(mlen + qlen, self.config.d_model, self.clamp_len,
