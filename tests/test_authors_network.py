@@ -227,3 +227,23 @@ def test_runner_setting_is_checked_and_reaches_the_model(tmp_path):
     with pytest.raises(ValueError, match=r"^\[transformer\] network = 'authors' has real weights shared by both parts "
                                          r"already; variant 'complex-order' sets share_weights$"):
         plan_units(shared)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_authors_network_trains_under_autocast_as_in_float32(dtype):
+    """Under torch.autocast it failed: its parts were joined with torch.complex, which has no bfloat16 form
+    ("Expected both inputs to be Half, Float or Double tensors but got BFloat16"), and float16 parts met float32
+    ones in the norm's sublayer (stop 80). The other networks already joined them in float32."""
+    torch.manual_seed(0)
+    model = build_classifier("transformer", co.build_embedding("complex-order", 50, D), 2, nhead=HEADS,
+                             dim_feedforward=FF, network="authors", readout="last", num_layers=2).eval()
+    tokens, labels = torch.randint(1, 50, (4, 6)), torch.tensor([0, 1, 0, 1])
+    exact = F.cross_entropy(model(tokens), labels)
+    with torch.autocast("cpu", dtype=dtype):
+        logits = model(tokens)
+        loss = F.cross_entropy(logits, labels)
+    loss.backward()
+    assert logits.dtype == dtype  # the last linear layer runs in autocast's precision, as torch's
+    assert abs(loss.item() - exact.item()) < 0.02 * abs(exact.item())
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert grads and all(g is not None and torch.isfinite(g).all() for g in grads)

@@ -42,6 +42,15 @@ def count_parameters(model: nn.Module) -> int:
 EMBEDDING_ATTRIBUTES = ("embedding", "src_embedding", "tgt_embedding")
 
 
+def unwrap_parallel(model: nn.Module) -> nn.Module:
+    """The model inside a ``DistributedDataParallel`` or ``DataParallel`` wrapper (else ``model``): the optimiser
+    groups find the embedding by its attribute, which the wrapper hides (its tables then decayed, and sparse tables
+    went to ``Adam``)."""
+    while isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        model = model.module
+    return model
+
+
 def parameter_groups(model: nn.Module, weight_decay: float,
                      embedding_attributes: tuple[str, ...] = EMBEDDING_ATTRIBUTES) -> list[dict]:
     """Adam groups: the layers after the embedding with L2 ``weight_decay``; the embedding tables
@@ -54,6 +63,7 @@ def parameter_groups(model: nn.Module, weight_decay: float,
     L2 is meaningless (the paper: omega "cannot be directly regularized with L2-norm penalties").
     Embedding tables with sparse gradients are left out: they go to ``SparseAdam``.
     """
+    model = unwrap_parallel(model)
     embeddings = [m for m in (getattr(model, n, None) for n in embedding_attributes) if isinstance(m, nn.Module)]
     sparse = {id(p) for m in embeddings if hasattr(m, "sparse_parameters") for p in cast(Any, m).sparse_parameters()}
     embedding_ids = {id(p) for m in embeddings for p in m.parameters()}
@@ -112,10 +122,12 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any).
 
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies (every
-    parameter named ``frequency``), dense or sparse; the other parameters keep ``lr``.
+    parameter named ``frequency``), dense or sparse; the other parameters keep ``lr``. ``model`` may be wrapped in
+    ``DistributedDataParallel`` or ``DataParallel`` (the groups are those of the model inside).
     """
     if not frequency_lr_scale >= 0.0:
         raise ValueError(f"frequency_lr_scale must be >= 0, got {frequency_lr_scale}")
+    model = unwrap_parallel(model)
     embedding: Any = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..nn.functional import check_attention_score, complex_scaled_dot_product_attention, positive_int
+from ..nn.functional import _join, check_attention_score, complex_scaled_dot_product_attention, positive_int
 
 __all__ = ["AuthorsLayerNorm", "AuthorsEncoderLayer", "per_part", "swap_parts"]
 
@@ -34,7 +34,7 @@ def per_part(module, z: Tensor) -> Tensor:
     """``module(Re z) + i module(Im z)``: one real module with the same weights on both parts (one call on the two
     parts stacked, so a dropout inside draws its own mask for each part)."""
     out = module(torch.stack((z.real, z.imag)))
-    return torch.complex(out[0], out[1])
+    return _join(out[0], out[1])  # under autocast: joined in float32 (bfloat16 has no complex form)
 
 
 def swap_parts(z: Tensor) -> Tensor:
@@ -148,7 +148,7 @@ class AuthorsEncoderLayer(nn.Module):
                                                            training=self.training, score=self.attention_score)
         a = per_part(self.projections[3], attended.transpose(1, 2).reshape(b, length, d))
         # the first sublayer as theirs: no residual from src; the norm on the real part only
-        h = torch.complex(a.real + self.dropout(self.norm1(a.real)), a.imag + self.dropout(a.imag))
+        h = _join(a.real + self.dropout(self.norm1(a.real)), a.imag + self.dropout(a.imag))
         return per_part(self._feed_forward, h)
 
     def extra_repr(self) -> str:
