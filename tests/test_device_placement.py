@@ -107,3 +107,11 @@ def test_plot_density_takes_a_delta_that_is_not_a_plain_cpu_tensor(tmp_path):
     delta = frequency.abs().mean(1)  # requires a gradient
     plot_density(delta, tmp_path / "density.png")
     assert (tmp_path / "density.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("embedding", ["vanilla", "pe", "complex-order"])
+def test_transformer_xl_refuses_positions_that_are_not_a_tensor(embedding):
+    """With embedding="pe" a list said "'list' object has no attribute 'clamp'"; the others named positions."""
+    model = _xl(embedding=embedding)
+    with pytest.raises(TypeError, match="^positions must be a torch.Tensor or None, got list$"):
+        model(torch.zeros(2, 4, dtype=torch.long), positions=[0, 1, 2, 3])

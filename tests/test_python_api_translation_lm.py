@@ -235,6 +235,18 @@ def test_override_errors_name_the_python_argument_not_the_command_line_option(ca
         load_lm_config("proxy_cpu", **{"train.lr": 1e-3})
     with pytest.raises(ValueError, match=exactly("load_lm_config keyword train.max_steps: expected an integer, got 'x'")):
         load_lm_config("proxy_cpu", **{"train.max_steps": "x"})
+    # option= names the argument in every error, malformed strings included (resolve_config's said overrides[0])
+    with pytest.raises(ValueError, match=exactly("cfg[0] 'lr': expected KEY=VALUE, e.g. train.max_steps=2000")):
+        resolve_config("cpu-vanilla", ["lr"], option="cfg")
+    with pytest.raises(ValueError, match=exactly("cfg[0] 'lr=1': expected SECTION.KEY=VALUE, e.g. train.lr=1e-3")):
+        load_lm_config("proxy_cpu", ["lr=1"], option="cfg")
+    # a command-line option's own setting is named by the option (it said "load_lm_config keyword train.max_steps")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extends = "proxy_cpu"\ntrain = 3\n')
+    assert main(["lm", "train", "--config", str(bad), "--corpus", str(tmp_path), "--out", str(tmp_path / "run"),
+                 "--max-steps", "5"]) == 2
+    assert capsys.readouterr().err.strip() == ("complexorder: error: --max-steps (train.max_steps): the config file's "
+                                               "'train' is not a section")
     # the command lines still name --set
     assert main(["translate", "train", "--config", "cpu-complex-order", "--set", "train.lrr=1"]) == 2
     assert capsys.readouterr().err.strip().startswith("complexorder: error: --set train.lrr: unknown key 'lrr' in "

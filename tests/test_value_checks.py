@@ -32,13 +32,54 @@ def test_the_switch_is_on_by_default_and_restored_by_the_block_even_after_an_err
     assert co.value_checks_enabled() is True
 
 
-def test_the_setting_is_global_to_the_process_not_per_thread():
+def test_the_setting_belongs_to_its_thread_as_grad_mode_does():
+    """It was one process-wide value: two threads' overlapping blocks turned the checks back on inside the block still
+    open, and left them off after both had ended."""
     seen = []
     with co.set_value_checks(False):
         thread = threading.Thread(target=lambda: seen.append(co.value_checks_enabled()))
         thread.start()
         thread.join()
-    assert seen == [False]
+    assert seen == [True]  # a new thread starts with the checks on
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    inside_b = []
+
+    def a():
+        with co.set_value_checks(False):
+            a_in.set()
+            b_in.wait()
+        a_out.set()
+
+    def b():
+        a_in.wait()
+        with co.set_value_checks(False):
+            b_in.set()
+            a_out.wait()
+            inside_b.append(co.value_checks_enabled())
+        inside_b.append(co.value_checks_enabled())
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert inside_b == [False, True] and co.value_checks_enabled() is True
+
+
+def test_as_a_decorator_it_turns_the_checks_off_around_each_call_only():
+    """Decorating raised "'set_value_checks' object is not callable" and left the checks off."""
+    @co.set_value_checks(False)
+    def unchecked(tokens):
+        return co.value_checks_enabled(), emb(tokens)
+
+    emb = co.ComplexOrderEmbedding(10, 4)
+    assert co.value_checks_enabled() is True
+    enabled, out = unchecked(torch.tensor([[1, 2]]))
+    assert enabled is False and co.value_checks_enabled() is True and out.shape == (1, 2, 4)
+    with pytest.raises(IndexError):
+        unchecked(torch.tensor([[1, 10]]))
+    assert co.value_checks_enabled() is True
+    assert unchecked.__name__ == "unchecked"
 
 
 @pytest.mark.parametrize("mode", [0, 1, None, "false"])

@@ -144,8 +144,8 @@ def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[s
             raise ValueError(f"config {str(source)!r} (--config): no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    sets = overrides_dict(overrides, name=option)
     command_line = option.startswith("-")
+    sets = overrides_dict(overrides, name="overrides" if command_line else option)  # the CLI passes a parsed dict
     for key in direct:  # load_lm_config(..., embedding="pe") read "option embedding: unknown key 'embedding' ..."
         if key not in SETTING_OPTIONS:
             raise TypeError(f"load_lm_config: unexpected keyword {key!r}; its keywords are the dotted settings "
@@ -157,8 +157,10 @@ def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[s
                     f"keyword {key}={value!r} and {override_label(option, key)}={sets[key]!r}")
             raise ValueError(f"{both} contradict each other; give one of them")
     data = merge_overrides(read_extended_toml(path, "lm"), sets, LMConfig, option)
-    given = {key: value for key, value in direct.items() if value is not None}
-    data = merge_overrides(data, given, LMConfig, "load_lm_config keyword {}")
+    for key, value in direct.items():  # named as the caller gave them: --max-steps, or the Python keyword
+        if value is not None:
+            label = f"{SETTING_OPTIONS[key]} ({{}})" if command_line else "load_lm_config keyword {}"
+            data = merge_overrides(data, {key: value}, LMConfig, label)
     return config_from_dict(data, LMConfig, where=str(path))
 
 

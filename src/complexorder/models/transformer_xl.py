@@ -613,8 +613,10 @@ class TransformerXL(nn.Module):
         self._check_memory(memory, bsz)
         if positions is None:
             positions = self.positions(tokens, memory)
-        elif isinstance(positions, Tensor):  # the next memory's counter lives with the tokens (stop 80: CPU positions
-            positions = positions.to(tokens.device)  # for GPU tokens left it on the CPU, and the next segment failed)
+        elif not isinstance(positions, Tensor):  # embedding="pe" said "'list' object has no attribute 'clamp'"
+            raise TypeError(f"positions must be a torch.Tensor or None, got {type(positions).__name__}")
+        else:  # the next memory's counter lives with the tokens (stop 80: CPU positions for GPU tokens left it on
+            positions = positions.to(tokens.device)  # the CPU, and the next segment failed)
         mlen = memory.length
         mask = causal_memory_mask(qlen, mlen, self.mem_len if self.same_length else None, device=tokens.device)
         r = self.drop(relative_position_encoding(mlen + qlen, self.config.d_model, self.clamp_len,
