@@ -87,6 +87,14 @@ def test_the_optimiser_groups_of_a_wrapped_model_are_those_of_the_model_inside(t
     assert [type(o).__name__ for o in plain] == ["Adam", "SparseAdam"]
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'init'}", rank=0, world_size=1)
     try:
+        # DDP cannot reduce these tables' sparse gradients: refused here, not at the first backward inside DDP
+        with pytest.raises(ValueError, match=r"^the model's embedding has sparse=True, which DistributedDataParallel "
+                                             r"cannot reduce \(embedding\.amplitude, embedding\.frequency: DDP takes "
+                                             r"sparse gradients only from torch\.nn\.Embedding\); build the "
+                                             r"embedding with sparse=False$"):
+            make_optimizers(DDP(model), 1e-3, 0.1)
+        # unless the caller keeps them out of DDP (and reduces them itself)
+        DDP._set_params_and_buffers_to_ignore_for_model(model, ["embedding.amplitude", "embedding.frequency"])
         for wrapped in (nn.DataParallel(model), DDP(model)):
             assert _groups(parameter_groups(wrapped, 0.1)) == _groups(parameter_groups(model, 0.1))
             optimizers = make_optimizers(wrapped, 1e-3, 0.1)

@@ -127,10 +127,17 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     """
     if not frequency_lr_scale >= 0.0:
         raise ValueError(f"frequency_lr_scale must be >= 0, got {frequency_lr_scale}")
-    model = unwrap_parallel(model)
+    wrapper, model = model, unwrap_parallel(model)
     embedding: Any = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]
+    if sparse and isinstance(wrapper, nn.parallel.DistributedDataParallel):
+        reduced = [name for name, p in model.named_parameters() if any(p is q for q in sparse)
+                   and name not in wrapper.parameters_to_ignore]
+        if reduced:  # else the first backward fails inside DDP: "Cannot access storage of SparseTensorImpl"
+            raise ValueError(f"the model's embedding has sparse=True, which DistributedDataParallel cannot reduce "
+                             f"({', '.join(reduced)}: DDP takes sparse gradients only from torch.nn.Embedding); "
+                             "build the embedding with sparse=False")
     dense_groups = scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)
     optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense_groups, lr=lr)]
     if sparse:
