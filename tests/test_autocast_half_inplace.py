@@ -207,3 +207,26 @@ def test_any_activation_sees_each_part_alone_with_the_inputs_shape(make):
     assert torch.allclose(CF.split_activation(z, act), expected, atol=1e-6)
     if shapes:
         assert shapes == [(3, 4), (3, 4)]
+
+
+@pytest.mark.parametrize("embedding", ["none", "pe", "tpe", "complex-order"])
+@pytest.mark.parametrize("lengths", [(7, 7, 6, 7), (7, 2, 3, 1)])  # read padded / packed
+def test_the_lstm_classifier_trains_under_a_float16_cpu_autocast(embedding, lengths):
+    """The real embeddings' torch.nn.LSTM failed under a float16 autocast on the CPU ("could not create a primitive
+    descriptor for the LSTM forward propagation primitive", oneDNN has no float16 LSTM on most processors); the
+    complex LSTM already ran in float32 there, and now the real one does too (stop 80)."""
+    from complexorder import build_embedding
+    from complexorder.models import build_classifier
+
+    torch.manual_seed(0)
+    model = build_classifier("lstm", build_embedding(embedding, 30, 8, padding_idx=0), 2, hidden=8).eval()
+    tokens = torch.randint(1, 30, (4, 7))
+    for row, n in enumerate(lengths):
+        tokens[row, n:] = 0
+    labels = torch.tensor([0, 1, 1, 0])
+    exact = torch.nn.functional.cross_entropy(model(tokens), labels)
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = torch.nn.functional.cross_entropy(model(tokens), labels)
+    loss.backward()
+    assert abs(loss.item() - exact.item()) < 0.01 * exact.item()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)

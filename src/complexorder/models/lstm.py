@@ -10,6 +10,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from ..nn import ComplexLSTM
 from ..nn import functional as CF
+from ..nn.recurrent import _lstm_kernel_dtype
 from .readout import check_embedding, check_sizes, check_tokens, make_dropout, padding_mask, to_real_features
 
 __all__ = ["LSTMClassifier"]
@@ -80,15 +81,25 @@ class LSTMClassifier(nn.Module):
             # depend on the padding after it: the padded batch gives the packed batch's h_n there, and PyTorch's CPU
             # LSTM runs it in its fused (oneDNN) kernel, where packed sequences take a step-by-step path: a training
             # step of the LSTM over [64, 40] tokens, 299 -> 179 ms complex, 68 -> 38 ms real (one thread, stop 79).
-            out, _ = self.lstm(x)
+            out, _ = self._run_lstm(x, x)
             last = out[torch.arange(out.shape[0], device=out.device), lengths.to(out.device) - 1]
             return self.output(self.feature_dropout(to_real_features(last)))
         if isinstance(self.lstm, ComplexLSTM):
             _, (h, _) = self.lstm(x, lengths=lengths)
         else:
-            _, (h, _) = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+            _, (h, _) = self._run_lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False), x)
         last = torch.cat((h[-2], h[-1]), dim=-1) if self.lstm.bidirectional else h[-1]  # the last layer's
         return self.output(self.feature_dropout(to_real_features(last)))
+
+    def _run_lstm(self, inputs: Any, x: Tensor) -> Any:
+        """``self.lstm(inputs)``; the real LSTM under a float16 autocast on the CPU in float32 with autocast off, as
+        :class:`~complexorder.nn.ComplexLSTM` runs there: PyTorch's CPU LSTM kernel (oneDNN) has no float16 form on
+        most processors ("could not create a primitive descriptor", a bare ``torch.nn.LSTM``'s error too)."""
+        dtype = None if isinstance(self.lstm, ComplexLSTM) else _lstm_kernel_dtype(x)
+        if dtype is None:
+            return self.lstm(inputs)
+        with torch.autocast("cpu", enabled=False):
+            return self.lstm(inputs.to(dtype))
 
     def _read_padded(self, x: Tensor, lengths: Tensor) -> bool:
         """Whether the LSTM reads the padded batch instead of packing it (the same result up to float rounding): one
