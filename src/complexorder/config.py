@@ -287,7 +287,7 @@ def overrides_dict(overrides: Mapping[str, Any] | Sequence[str] | None, *, name:
     (``["train.lr=1e-3"]``, read by :func:`parse_override`, a later one replacing an earlier one of the same key, as
     repeated ``--set`` options do); ``None`` is none. A bare string is a one-line ``TypeError`` (it was read one
     character at a time), and so is anything else that is neither form; a malformed string is a ``ValueError``
-    naming its place (``overrides[1]``).
+    naming its place (``overrides[1]``), or the option when ``name`` is one (``--set 'lr': ...``).
     """
     if overrides is None:
         return {}
@@ -305,9 +305,10 @@ def overrides_dict(overrides: Mapping[str, Any] | Sequence[str] | None, *, name:
         raise TypeError(f"{expected}, got {type(overrides).__name__}")
     out = {}
     for i, item in enumerate(overrides):
+        label = name if name.startswith("-") else f"{name}[{i}]"  # a repeatable option (--set), or overrides[1]
         if not isinstance(item, str):
-            raise TypeError(f"{name}[{i}] must be a '{form}' string, got {type(item).__name__}")
-        key, value = parse_override(item, name=f"{name}[{i}]", form=form, example=example, sections=sections)
+            raise TypeError(f"{label} must be a '{form}' string, got {type(item).__name__}")
+        key, value = parse_override(item, name=label, form=form, example=example, sections=sections)
         out[key] = value
     return out
 

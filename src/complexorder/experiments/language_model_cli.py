@@ -15,7 +15,7 @@ from typing import Any
 
 from ..checkpoint import check_results_file, check_writable, resume_point
 from ..config import (builtin_configs, check_no_repeats, check_seed, config_from_dict, json_ready, merge_overrides,
-                      override_label, overrides_dict, parse_override, read_extended_toml)
+                      override_label, overrides_dict, read_extended_toml)
 from ..data.paths import resolve_data_dir
 from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
 from ..data.download import sha256_of
@@ -111,11 +111,6 @@ def shipped_configs() -> list[str]:
     return builtin_configs("lm")
 
 
-def _parse_override(item: str) -> tuple[str, object]:
-    """One ``--set SECTION.KEY=VALUE`` option (a one-line error naming ``--set`` when malformed)."""
-    return parse_override(item, name="--set")
-
-
 def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = (), *,
                    option: str = "overrides", **direct: Any) -> LMConfig:
     """An :class:`LMConfig` from a TOML file or a shipped config name, with overrides laid over it.
@@ -138,21 +133,20 @@ def load_lm_config(source: str | Path, overrides: Mapping[str, Any] | Sequence[s
         The checked :class:`LMConfig`, for
         :func:`~complexorder.experiments.language_model.train_language_model`.
     """
+    command_line = option.startswith("-")
+    sets = overrides_dict(overrides, name=option)  # a malformed override is named before the config is looked for
     path = Path(source)
     if not path.suffix and not path.exists():
         if str(source) not in shipped_configs():
             raise ValueError(f"config {str(source)!r} (--config): no such file and no shipped config of that name; "
                              f"shipped: {', '.join(shipped_configs())}")
         path = CONFIG_DIR / f"{source}.toml"
-    command_line = option.startswith("-")
-    sets = overrides_dict(overrides, name="overrides" if command_line else option)  # the CLI passes a parsed dict
-    for key in direct:  # load_lm_config(..., embedding="pe") read "option embedding: unknown key 'embedding' ..."
-        if key not in SETTING_OPTIONS:
+    for key, value in direct.items():
+        if key not in SETTING_OPTIONS:  # embedding="pe" read "option embedding: unknown key 'embedding' ..."
             raise TypeError(f"load_lm_config: unexpected keyword {key!r}; its keywords are the dotted settings "
                             f"{', '.join(SETTING_OPTIONS)} (pass **{{'model.embedding': 'pe'}}); give any other "
                             "setting in overrides")
-    for key, value in direct.items():  # --embedding vanilla --set model.embedding=pe kept --embedding silently
-        if value is not None and key in sets and sets[key] != value:
+        if value is not None and key in sets and sets[key] != value:  # --embedding vanilla --set model.embedding=pe
             both = (f"{SETTING_OPTIONS[key]} {value} and {option} {key}={sets[key]}" if command_line else
                     f"keyword {key}={value!r} and {override_label(option, key)}={sets[key]!r}")
             raise ValueError(f"{both} contradict each other; give one of them")
@@ -209,8 +203,7 @@ def run_train(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     if args.max_steps is not None and args.max_steps <= 0:
         raise ValueError(f"--max-steps must be positive, got {args.max_steps}")
-    sets = dict(_parse_override(item) for item in args.set)  # "--set 'x': expected ..." names the option
-    cfg = load_lm_config(args.config, sets, option="--set",
+    cfg = load_lm_config(args.config, args.set, option="--set",  # "--set 'x': expected ..." names the option
                          **{"model.embedding": args.embedding, "train.max_steps": args.max_steps})
     args.on_interrupt = lambda: (f"`lm train ... --resume` continues from "
                                  f"{resume_point(Path(args.out) / 'last.pt')}; the steps after it are trained again "

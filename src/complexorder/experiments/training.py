@@ -132,8 +132,9 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
               if p.requires_grad]
     if sparse and isinstance(wrapper, nn.parallel.DistributedDataParallel):
-        reduced = [name for name, p in model.named_parameters() if any(p is q for q in sparse)
-                   and name not in wrapper.parameters_to_ignore]
+        sparse_ids = {id(p) for p in sparse}
+        reduced = [name for name, p in model.named_parameters()
+                   if id(p) in sparse_ids and name not in wrapper.parameters_to_ignore]
         if reduced:  # else the first backward fails inside DDP: "Cannot access storage of SparseTensorImpl"
             raise ValueError(f"the model's embedding has sparse=True, which DistributedDataParallel cannot reduce "
                              f"({', '.join(reduced)}: DDP takes sparse gradients only from torch.nn.Embedding); "

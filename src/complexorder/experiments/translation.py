@@ -143,8 +143,7 @@ def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequ
     (``option`` is the name they go by; the command line passes ``"--set"``, and its errors say ``--set train.lrr``).
     """
     # KEY=VALUE, not SECTION.KEY=VALUE: the config's name is a top-level key (name=toy)
-    sets = overrides_dict(overrides, name="overrides" if option.startswith("-") else option, form="KEY=VALUE",
-                          example="train.max_steps=2000", sections=False)
+    sets = overrides_dict(overrides, name=option, form="KEY=VALUE", example="train.max_steps=2000", sections=False)
     path = Path(name_or_path)
     if not path.is_file():
         if str(name_or_path) not in packaged_configs():

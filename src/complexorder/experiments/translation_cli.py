@@ -11,14 +11,8 @@ from pathlib import Path
 
 from ..checkpoint import (append_jsonl, atomic_write_text, check_results_file, check_text_output, check_writable,
                           resume_point, same_file)
-from ..config import config_to_dict, json_ready, parse_override
+from ..config import config_to_dict, json_ready
 from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
-
-
-def _parse_set(items: list[str]) -> dict:
-    """The ``--set KEY=VALUE`` options as ``{dotted key: value}`` (a one-line error naming ``--set`` when malformed)."""
-    return dict(parse_override(item, name="--set", form="KEY=VALUE", example="train.max_steps=2000", sections=False)
-                for item in items or [])
 
 
 def _decode_options(p: argparse.ArgumentParser) -> None:
@@ -191,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"averaged {', '.join(p.name for p in paths)} into {args.output}")
         return 0
     if args.action == "train":
-        config = T.resolve_config(args.config, _parse_set(args.set), option="--set")
+        config = T.resolve_config(args.config, args.set, option="--set")  # errors name --set
         run_dir = Path(args.run_dir or Path("runs") / "translation" / config.name)
         args.on_interrupt = lambda: (f"the same command continues from {resume_point(run_dir / 'last.pt')}; the "
                                      f"steps after it are trained again (a checkpoint is written every "
