@@ -548,13 +548,17 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
         train_language_model(cfg, other_corpus, tmp_path / "c", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
     with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: train.lr: "
-                                         r"0.003 → 0.001\); resume with the run's settings \(add --set "
-                                         r"train.lr=0.003\) or train in a new --out directory$"):
+                                         r"0.003 → 0.001\); resume with the run's settings \(lm train: add --set "
+                                         r"train.lr=0.003; Python: load_lm_config\(\.\.\., "
+                                         r"overrides=\{'train.lr': 0.003\}\)\) or train in a new out_dir "
+                                         r"\(--out\)$"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
     other = config_from_dict({**TINY_RUN, "model": {**TINY_RUN["model"], "embedding": "vanilla"}}, LMConfig)
     with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: "
                                          r"model.embedding: 'complex-order' → 'vanilla'\); resume with the run's "
-                                         r"settings \(add --embedding complex-order\)"):
+                                         r"settings \(lm train: add --embedding complex-order; Python: "
+                                         r"load_lm_config\(\.\.\., overrides=\{'model.embedding': "
+                                         r"'complex-order'\}\)\)"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)  # stop 76: named no flag
     # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test
     ck = tmp_path / "a" / "best.pt"
@@ -598,7 +602,7 @@ def test_cli_train_and_bad_input(corpus, tmp_path, capsys):
     # an --out under a file failed at the first checkpoint, after eval_interval steps, naming no option
     (tmp_path / "file").write_text("")
     assert main(args + ["--out", str(tmp_path / "file" / "run")]) == 2
-    assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "
+    assert capsys.readouterr().err.strip() == (f"complexorder: error: out_dir (--out): cannot create directory "
                                                f"{tmp_path / 'file' / 'run'} for its files: {tmp_path / 'file'} is a file")
     assert main(["lm", "build-corpus", "--source-dir", str(tmp_path), "--out", str(tmp_path / "file" / "c")]) == 2
     assert capsys.readouterr().err.strip() == (f"complexorder: error: --out: cannot create directory "

@@ -307,8 +307,8 @@ def test_lm_train_refuses_a_run_directory_another_training_holds(tmp_path, capsy
     fd = hold_lock_as_another_process(out)
     stale = killed_checkpoint_write(out / "last.pt")  # the other training's write in progress
     with pytest.raises(RunDirectoryBusy, match="^" + re.escape(
-            f"--out: another training is writing into {out} (process 4242); wait for it to finish, or choose another "
-            f"directory") + "$"):
+            f"out_dir (--out): another training is writing into {out} (process 4242); wait for it to finish, or "
+            f"choose another directory") + "$"):
         train_language_model(cfg, tmp_path / "corpus", out, progress=False, log=lambda *_: None)
     assert (out / stale).exists() and not (out / "last.pt").exists()  # nothing of the other run touched
     # the command line says it in one line, exit 2
@@ -317,8 +317,8 @@ def test_lm_train_refuses_a_run_directory_another_training_holds(tmp_path, capsy
         f"{k} = {json.dumps(v)}\n" for k, v in values.items())
         for section, values in TINY_RUN.items()))
     assert main(args + ["--config", str(config)]) == 2
-    assert capsys.readouterr().err == (f"complexorder: error: --out: another training is writing into {out} (process "
-                                       f"4242); wait for it to finish, or choose another directory\n")
+    assert capsys.readouterr().err == (f"complexorder: error: out_dir (--out): another training is writing into {out} "
+                                       f"(process 4242); wait for it to finish, or choose another directory\n")
     # once the other training ends (its process closes the file), the directory is free
     os.close(fd)
     train_language_model(cfg, tmp_path / "corpus", out, progress=False, log=lambda *_: None)
@@ -332,8 +332,8 @@ def test_translate_train_refuses_a_run_directory_another_training_holds(word_dat
     run_dir = tmp_path / "run"
     fd = hold_lock_as_another_process(run_dir, "77")
     with pytest.raises(RunDirectoryBusy, match="^" + re.escape(
-            f"--run-dir: another training is writing into {run_dir} (process 77); wait for it to finish, or choose "
-            f"another directory") + "$"):
+            f"run_dir (--run-dir): another training is writing into {run_dir} (process 77); wait for it to finish, "
+            f"or choose another directory") + "$"):
         train_translation(word_config("toy-lock", **{"train.max_steps": 1}), run_dir, word_data, progress=False,
                           log=lambda *_: None)
     os.close(fd)
@@ -444,7 +444,7 @@ def test_lm_train_interrupted_says_where_a_resume_starts_and_refuses_a_foreign_r
     monkeypatch.undo()
     other = tmp_path / "other"
     write(other / "results.jsonl", "not json\n")
-    with pytest.raises(ValueError, match=rf"^--out {other / 'results.jsonl'} is not a JSON-lines results file"):
+    with pytest.raises(ValueError, match="^" + re.escape(f"out_dir (--out) {other / 'results.jsonl'} is not a JSON-lines results file")):
         train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", other, progress=False,
                              log=lambda m: None)
     assert (other / "results.jsonl").read_text() == "not json\n"

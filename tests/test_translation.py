@@ -586,7 +586,7 @@ def test_empty_training_validation_or_test_files_are_errors_naming_them(toy_data
         train_translation(config, tmp_path / "run", root, progress=False, log=lambda m: None)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(PermissionError, match=r"--run-dir: cannot create directory .*file/run for its files: .*file is a file"):
+    with pytest.raises(PermissionError, match=r"^run_dir \(--run-dir\): cannot create directory .*file/run for its files: .*file is a file"):
         train_translation(config, blocker / "run", root, progress=False, log=lambda m: None)
 
 
@@ -1231,7 +1231,7 @@ def test_an_interrupted_training_says_where_a_resume_starts_and_a_foreign_log_is
     run_dir.mkdir()
     (run_dir / "log.jsonl").write_text("my notes\n")
     config = dataclasses.replace(toy_config("vanilla"), name="toy-log")
-    with pytest.raises(ValueError, match=rf"^--run-dir {run_dir / 'log.jsonl'} is not a JSON-lines results file"):
+    with pytest.raises(ValueError, match="^" + re.escape(f"run_dir (--run-dir) {run_dir / 'log.jsonl'} is not a JSON-lines results file")):
         train_translation(config, run_dir, toy_data, progress=False, log=lambda m: None)
     assert (run_dir / "log.jsonl").read_text() == "my notes\n"
 

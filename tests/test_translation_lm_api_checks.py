@@ -305,8 +305,8 @@ def test_lm_train_into_a_directory_of_another_kind_of_run_says_so(corpus, tmp_pa
         out = tmp_path / name
         out.mkdir()
         write(out / "last.pt")
-        with pytest.raises(ValueError, match=exactly(f"--out {out} holds {out / 'last.pt'}, {what}, not a language "
-                                                     "model's; --out must be another directory")):
+        with pytest.raises(ValueError, match=exactly(f"out_dir (--out) {out} holds {out / 'last.pt'}, {what}, not "
+                                                     "a language model's; out_dir (--out) must be another directory")):
             train_language_model(cfg, corpus, out, progress=False, log=lambda m: None)
 
 
@@ -359,7 +359,7 @@ def test_a_refused_translation_resume_lists_every_differing_setting(toy_data, tm
     with pytest.raises(ValueError, match=exactly(
             f"{tmp_path / 'run' / 'last.pt'} was trained with another config (in the checkpoint → asked: "
             "model.dim_feedforward: 16 → 32; train.label_smoothing: 0.1 → 0.2; train.lr: 0.01 → 0.02); use "
-            "another --run-dir or the same config")):
+            "another run_dir (--run-dir) or the same config")):
         train_translation(other, tmp_path / "run", toy_data, progress=False, log=lambda m: None)
 
 
@@ -371,7 +371,8 @@ def test_a_refused_lm_resume_lists_every_differing_setting_and_the_flags_to_resu
     with pytest.raises(ValueError, match=exactly(
             f"cannot resume {tmp_path / 'run' / 'last.pt'}: it was trained with other settings (the run's → the "
             "config's now: model.embedding: 'vanilla' → 'pe'; train.lr: 0.003 → 0.001); resume with the run's "
-            "settings (add --embedding vanilla --set train.lr=0.003) or train in a new --out directory")):
+            "settings (lm train: add --embedding vanilla --set train.lr=0.003; Python: load_lm_config(..., "
+            "overrides={'model.embedding': 'vanilla', 'train.lr': 0.003})) or train in a new out_dir (--out)")):
         train_language_model(other, corpus, tmp_path / "run", resume=True, progress=False, log=lambda m: None)
 
 

@@ -236,6 +236,9 @@ def count_parameters(model: nn.Module) -> int:
 #: The settings ``lm train`` has options of its own for (the others are given with --set).
 SETTING_OPTIONS = {"model.embedding": "--embedding", "train.max_steps": "--max-steps"}
 
+#: How errors name the output directory: the Python argument and the option of ``lm train``.
+OUT_DIR = "out_dir (--out)"
+
 RESUMABLE_CHANGES = frozenset({"train.log_interval", "train.checkpoint_interval"})  # never change the weights
 
 
@@ -243,7 +246,7 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
     # a checkpoint written before a setting existed had that setting's default: fill it in
     saved = config_to_dict(config_from_dict(saved, LMConfig, where=f"{path} config"))
     now = config_to_dict(cfg)
-    diffs, flags = [], []
+    diffs, flags, overrides = [], [], {}
     for section in ("model", "train"):
         for key, value in now[section].items():
             old = saved.get(section, {}).get(key)
@@ -251,10 +254,11 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
                 diffs.append(f"{section}.{key}: {old!r} → {value!r}")
                 option = SETTING_OPTIONS.get(f"{section}.{key}")
                 flags.append(f"{option} {old}" if option else f"--set {section}.{key}={_set_value(old)}")
+                overrides[f"{section}.{key}"] = old
     if diffs:  # all of them: one at a time took a failed resume per setting
         raise ValueError(f"cannot resume {path}: it was trained with other settings (the run's → the config's now: "
-                         f"{'; '.join(diffs)}); resume with the run's settings (add {' '.join(flags)}) or train in a "
-                         "new --out directory")
+                         f"{'; '.join(diffs)}); resume with the run's settings (lm train: add {' '.join(flags)}; "
+                         f"Python: load_lm_config(..., overrides={overrides!r})) or train in a new {OUT_DIR}")
 
 
 def _set_value(value: object) -> str:
@@ -287,10 +291,10 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
     if stop_after is not None and stop_after <= 0:
         raise ValueError(f"stop_after (--stop-after) must be a positive number of steps, got {stop_after}")
     out_dir = Path(out_dir)
-    check_writable(out_dir, "--out", directory=True)  # not at the first checkpoint, after minutes of training
-    check_results_file(Path(out_dir) / "results.jsonl", "--out")  # records are appended to it: not to another file
+    check_writable(out_dir, OUT_DIR, directory=True)  # not at the first checkpoint, after minutes of training
+    check_results_file(Path(out_dir) / "results.jsonl", OUT_DIR)  # records are appended to it: not to another file
     device = device if isinstance(device, torch.device) else resolve_device(device)
-    with run_directory_lock(out_dir, "--out", log):  # a second training in out_dir meanwhile is an error
+    with run_directory_lock(out_dir, OUT_DIR, log):  # a second training in out_dir meanwhile is an error
         with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
             return _train_in_locked_directory(cfg, corpus_dir, out_dir, resume=resume, stop_after=stop_after,
                                               progress=progress, log=log, device=device)
@@ -308,8 +312,8 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
             kind = None
         if kind != CHECKPOINT_KIND:  # another command's run (a translation's last.pt): --resume would not help
             what = f"a {kind!r} checkpoint" if kind else "a file that is not a complexorder checkpoint"
-            raise ValueError(f"--out {out_dir} holds {last_path}, {what}, not a language model's; --out must be "
-                             "another directory")
+            raise ValueError(f"{OUT_DIR} {out_dir} holds {last_path}, {what}, not a language model's; {OUT_DIR} "
+                             "must be another directory")
         raise ValueError(f"{last_path} exists: pass resume=True (--resume) to continue that run, or choose another "
                          "out_dir (--out)")
     remove_stale_checkpoint_temporaries(out_dir, log)

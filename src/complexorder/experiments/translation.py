@@ -393,6 +393,10 @@ def _check_search(settings: dict[str, Any], prefix: str = "") -> None:
                      meaning=" (output tokens per source token)")
 
 
+#: How errors name the run directory: the Python argument and the option of ``translate train``.
+RUN_DIR = "run_dir (--run-dir)"
+
+
 def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: str | Path | None = None, *,
                       progress: bool = True, log: Callable[[str], None] = print,
                       device: str | torch.device | None = None) -> dict:
@@ -422,9 +426,9 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
     with torch.device("meta"):  # every model setting checked now, not after the tokenizer has trained
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
-    check_writable(run_dir, "--run-dir", directory=True)
-    check_results_file(Path(run_dir) / "log.jsonl", "--run-dir")  # the epochs' records are appended to it
-    with run_directory_lock(run_dir, "--run-dir", log):  # a second training in run_dir meanwhile is an error
+    check_writable(run_dir, RUN_DIR, directory=True)
+    check_results_file(Path(run_dir) / "log.jsonl", RUN_DIR)  # the epochs' records are appended to it
+    with run_directory_lock(run_dir, RUN_DIR, log):  # a second training in run_dir meanwhile is an error
         with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
             return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
 
@@ -442,13 +446,13 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
         if missing:  # an epoch or averaged checkpoint copied over last.pt
             raise ValueError(f"cannot resume {last_path}: it holds weights only, not a training state (no "
                              f"{missing[0]}); epochN.pt and averaged checkpoints are written that way — resume from "
-                             "the run's own last.pt, or start the run in a new --run-dir")
+                             f"the run's own last.pt, or start the run in a new {RUN_DIR}")
         # a checkpoint written before a setting existed had that setting's default: fill it in
         saved = config_to_dict(config_from_dict(resume["config"], TranslationConfig, where=f"{last_path} config"))
         diffs = _config_differences(saved, cfg_dict, ignore=RESUMABLE_CHANGES, names=None)
         if diffs:  # all of them: one at a time took a failed resume per setting
             raise ValueError(f"{last_path} was trained with another config (in the checkpoint → asked: "
-                             f"{'; '.join(diffs)}); use another --run-dir or the same config")
+                             f"{'; '.join(diffs)}); use another {RUN_DIR} or the same config")
         check_finite_weights(last_path, resume["model_state"])
     train_files = split_files(data_dir, "train", config.data.src_lang, config.data.tgt_lang)
     train_pairs = read_parallel(*train_files)
@@ -468,7 +472,7 @@ def _train_in_locked_directory(config: TranslationConfig, run_dir: Path, data_di
             raise ValueError(f"cannot resume {last_path}: it was trained on other training data "
                              f"({saved_data['pairs']:,} pairs, sha256 {saved_data['sha256'][:12]}…; "
                              f"{' and '.join(map(str, train_files))} now give {train_signature['pairs']:,} pairs, "
-                             f"{train_signature['sha256'][:12]}…); use the original files or another --run-dir")
+                             f"{train_signature['sha256'][:12]}…); use the original files or another {RUN_DIR}")
         tokenizer = tokenizer_from_state(resume["tokenizer"])
     else:
         tokenizer = build_tokenizer(config.data.preprocessing, [s for pair in train_pairs for s in pair],
