@@ -51,6 +51,27 @@ def test_share_weights_halves_the_parameters():
     assert shared.weight_imag is None and shared.bias_imag is None
 
 
+def test_parameter_counts_against_torch_nn_as_docs_layers_md_gives_them():
+    """Stop 81: docs/layers.md said share_weights halves every layer and every complex layer has twice the
+    parameters of its torch.nn counterpart; the attention keeps its output projection whole, and the LSTM has one
+    bias per gate where torch has two."""
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
+    for real, complex_ in ((torch.nn.Linear(8, 6), lambda **k: cnn.ComplexLinear(8, 6, **k)),
+                           (torch.nn.Conv1d(8, 6, 3), lambda **k: cnn.ComplexConv1d(8, 6, 3, **k)),
+                           (torch.nn.MultiheadAttention(8, 2), lambda **k: cnn.ComplexMultiheadAttention(8, 2, **k))):
+        assert count(complex_()) == 2 * count(real)
+    assert count(cnn.ComplexLinear(8, 6, share_weights=True)) == count(torch.nn.Linear(8, 6))
+    assert count(cnn.ComplexConv1d(8, 6, 3, share_weights=True)) == count(torch.nn.Conv1d(8, 6, 3))
+    # attention: W^{Q/K/V} shared (3 x (8 x 8 + 8) once), the output projection's two parts kept
+    assert count(cnn.ComplexMultiheadAttention(8, 2, share_weights=True)) == 3 * (64 + 8) + 2 * (64 + 8)
+    # LSTM: 4H x (I + H) twice and one [4H] bias twice, against torch's two [4H] biases once
+    assert count(cnn.ComplexLSTM(8, 6)) == 2 * (24 * 14 + 24) == 720
+    assert count(torch.nn.LSTM(8, 6)) == 24 * 14 + 2 * 24 == 384
+    assert count(cnn.ComplexLSTM(8, 6, share_weights=True)) == 360
+
+
 @pytest.mark.parametrize("share", [False, True])
 def test_complex_linear_is_complex_affine(share):
     torch.manual_seed(1)
