@@ -171,6 +171,28 @@ def test_phase_dropout_reaches_the_lm_embedding_drops_in_training_only_and_is_ch
         tiny(embedding, phase_dropout=-0.1)
 
 
+def test_initial_phase_gives_the_lm_embedding_eq5_and_is_refused_elsewhere():
+    """Stop 81: the language model had no way to give complex-order the paper's initial phases (Eq. 5)."""
+    model, plain = tiny("complex-order", initial_phase=True), tiny("complex-order")
+    emb = model.word_emb
+    assert emb.initial_phase is not None and emb.initial_phase.shape == (27, 8) and plain.word_emb.initial_phase is None
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in plain.parameters()) + 27 * 8
+    theta0 = emb.initial_phase.detach()
+    assert float(theta0.abs().max()) <= math.pi and float(theta0.std()) > 1.0  # U(-pi, pi)
+    tokens, positions = torch.randint(0, 27, (2, 6)), torch.arange(6).expand(2, 6)
+    r, w, theta = emb.amplitude[tokens], emb.frequency[tokens], emb.initial_phase[tokens]
+    phase = w * positions.unsqueeze(-1) + theta
+    by_hand = torch.cat([r * torch.cos(phase), r * torch.sin(phase)], -1) * math.sqrt(16)
+    torch.testing.assert_close(model.embed(tokens, positions), by_hand)
+    for embedding in ("vanilla", "complex-vanilla", "pe"):
+        with pytest.raises(ValueError, match=r"^model.initial_phase applies to model.embedding = 'complex-order' only "
+                                             rf"\(complex-vanilla always has a phase per character\), got embedding "
+                                             rf"'{embedding}'$"):
+            tiny(embedding, initial_phase=True)
+    with pytest.raises(ValueError, match=r"^model.initial_phase: expected true or false, got 'yes'$"):
+        tiny("complex-order", initial_phase="yes")
+
+
 def test_complex_network_config_errors():
     with pytest.raises(ValueError, match=r"^model.network = 'complex' needs a complex embedding \('complex-vanilla' "
                                          r"or 'complex-order'\), got 'vanilla'$"):

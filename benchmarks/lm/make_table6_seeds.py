@@ -39,6 +39,8 @@ def label_of(embedding: str, config: dict) -> str:
     start = config["model"].get("frequency_init", "sinusoidal")
     if embedding == "complex-order" and start != "zeros":  # Table 6's complex-order rows start at 0
         parts.append(f"{start} frequency start")
+    if embedding == "complex-order" and config["model"].get("initial_phase"):  # stop 81
+        parts.append("initial phases")
     if config["model"].get("position_scale") is not None:  # "tpe" with a scale other than the default
         parts.append(f"position scale {config['model']['position_scale']:g}")
     scale = config["train"].get("frequency_lr_scale", 1.0)

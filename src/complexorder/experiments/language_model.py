@@ -373,6 +373,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     m = cfg.model
     positions = (f", positions: {m.position_mode}" if m.embedding in ("pe", "tpe", "complex-order") else "")
     positions += f", frequency start: {m.frequency_init}" if m.embedding == "complex-order" else ""
+    positions += ", initial phases" if m.initial_phase else ""
     log(f"lm {m.embedding} ({m.network} network{positions}): {n_params:,} parameters, {m.n_layer} layers, "
         f"d_model {m.d_model}; {t.max_steps:,} steps of {t.batch_size} x {t.tgt_len} characters, memory {m.mem_len}")
 

@@ -144,6 +144,9 @@ class TransformerXLConfig:
             :meth:`TransformerXL.reset_parameters`).
         frequency_init: ``"complex-order"`` only: the frequencies' start, a name of
             :class:`~complexorder.ComplexOrderEmbedding`'s ``frequency_init`` (default ``"sinusoidal"``).
+        initial_phase: ``"complex-order"`` only: a learned initial phase ``theta_j`` per character and dimension,
+            ``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}`` (paper Eq. 5; ``vocab_size * d_embed / 2`` more
+            parameters, started at ``U(-pi, pi)``). Default ``False``: the paper's Transformer-XL has none.
         position_mode: ``"stream"`` (default), ``"segment"`` or ``"word"`` (see the module docstring).
         separator_id: ``position_mode="word"`` only: the token that ends a word (default 0, text8's space).
         max_positions: ``"pe"`` only: size of its position table; larger positions share its last vector
@@ -173,6 +176,7 @@ class TransformerXLConfig:
     tie_weight: bool = False  # output layer = word table (vanilla only)
     init_std: float = 0.02
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index", "normal"] = "sinusoidal"  # complex-order only
+    initial_phase: bool = False  # complex-order only: a learned theta per character and dimension (paper Eq. 5)
     position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
     separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
     max_positions: int = 64  # embedding="pe": size of its position table (larger positions are clamped)
@@ -216,6 +220,9 @@ def check_config(cfg: TransformerXLConfig) -> None:
     if cfg.network == "complex" and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError("model.network = 'complex' needs a complex embedding ('complex-vanilla' or 'complex-order'), "
                          f"got {cfg.embedding!r}")
+    if cfg.initial_phase and cfg.embedding != "complex-order":
+        raise ValueError(f"model.initial_phase applies to model.embedding = 'complex-order' only (complex-vanilla "
+                         f"always has a phase per character), got embedding {cfg.embedding!r}")
     check_phase_dropout(cfg.phase_dropout, "model.phase_dropout")
     if cfg.phase_dropout and cfg.embedding in REAL_EMBEDDINGS:
         raise ValueError(f"model.phase_dropout applies to the complex embeddings only ('complex-vanilla', "
@@ -474,7 +481,7 @@ class TransformerXL(nn.Module):
         self.d_embed = d_embed
         position_scale = math.sqrt(2.0) * config.init_std if config.position_scale is None else config.position_scale
         options = cast("dict[str, Any]",  # values of several types, by embedding
-                       {"complex-order": {"frequency_init": config.frequency_init},
+                       {"complex-order": {"frequency_init": config.frequency_init, "initial_phase": config.initial_phase},
                         "pe": {"max_positions": config.max_positions},
                         "tpe": {"position_scale": position_scale}}.get(config.embedding, {}))
         if config.phase_dropout:
