@@ -105,6 +105,13 @@ def test_a_mismatch_keeps_the_file_already_at_dest(tmp_path, monkeypatch):
         fetch(URL, tmp_path / "x.gz", sha256="0" * 64)
     assert temporary_files(response.seen)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.gz"] and (tmp_path / "x.gz").read_bytes() == b"mine"
+    # offline, the error says the file there is the wrong one (stop 81: it said to copy the file there)
+    serve(monkeypatch, FakeResponse([BLOB[:4000]], length=len(BLOB), fail=TimeoutError("timed out"), folder=tmp_path))
+    with pytest.raises(ConnectionError, match=rf"^cannot download {re.escape(URL)} \(.+\); are you offline\? The "
+                                              rf"{re.escape(str(tmp_path))}/x.gz there does not match the reference "
+                                              rf"SHA-256; copy the right file over it by hand instead$"):
+        fetch(URL, tmp_path / "x.gz", sha256="0" * 64)
+    assert (tmp_path / "x.gz").read_bytes() == b"mine"
 
 
 @pytest.mark.parametrize("error", [ConnectionResetError(104, "Connection reset by peer"), TimeoutError("timed out")])

@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,13 @@ def test_a_fold_too_small_to_split_stops_the_grid_before_any_unit_trains(tmp_pat
         run_grid(grid, progress=False, log=lambda *_: None)
     assert not (tmp_path / "results.jsonl").exists()  # fold 2 did not train first
     assert len(run_grid(dataclasses.replace(grid, folds=[2]), progress=False, log=lambda *_: None)) == 1
+    # stop 81: fewer examples than folds said "number of folds must be in [2, 9], got 10", naming no data set
+    for name, lines in (("rt-polarity.pos", 5), ("rt-polarity.neg", 4)):
+        (folder / name).write_text("".join(f"word {i}\n" for i in range(lines)))
+    with pytest.raises(ValueError, match=r"^MR fold-2: 9 examples, fewer than the 10 folds of the paper's "
+                                         r"cross-validation; the data set is too small for this protocol$"):
+        run_grid(dataclasses.replace(grid, folds=[2], results=str(tmp_path / "r2.jsonl")), progress=False,
+                 log=lambda *_: None)
 
 
 # --- word vectors ----------------------------------------------------------------------------------------------
@@ -257,12 +265,21 @@ def test_vectors_whose_header_miscounts_are_empty_or_not_finite_are_errors(tmp_p
     path.write_text("3 4\n" + "\n".join(rows) + "\n")
     with pytest.raises(ValueError, match=r"it has 6 vector rows where its header declares 3; correct the header"):
         load_word_vectors(path, "word2vec-text")
+    for header in ("3  4", "3\t4", " 3 4"):  # stop 81: gensim splits the header on any whitespace, the check did not
+        path.write_text(header + "\n" + "\n".join(rows) + "\n")
+        with pytest.raises(ValueError, match=r"it has 6 vector rows where its header declares 3; correct the header"):
+            load_word_vectors(path, "word2vec-text")
     path.write_text("0 4\n")
     with pytest.raises(ValueError, match=r"holds no vectors"):
         load_word_vectors(path, "word2vec-text")
     path.write_text("6 4\n" + "\n".join(rows[:2] + ["bad nan 0 0 0"] + rows[3:]) + "\n")
     with pytest.raises(ValueError, match=r"the vector of 'bad' \(vector 3\) holds a value that is not finite"):
         load_word_vectors(path, "word2vec-text")
+    path.write_text("6 4\n" + "\n".join(rows[:3] + ["big 1e39 0 0 0"] + rows[4:]) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stop 81: numpy's "overflow encountered in cast" was printed before the error
+        with pytest.raises(ValueError, match=r"the vector of 'big' \(vector 4\) holds a value that is not finite"):
+            load_word_vectors(path, "word2vec-text")
     path.write_text("6 4\n" + "\n".join(rows) + "\n")
     assert len(load_word_vectors(path, "word2vec-text")) == 6
 

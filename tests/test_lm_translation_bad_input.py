@@ -452,3 +452,14 @@ def test_lm_train_interrupted_says_where_a_resume_starts_and_refuses_a_foreign_r
     assert capsys.readouterr().err.strip() == (f"complexorder: error: source directory {other / 'results.jsonl'} is a "
                                                "file, not a directory (expected the shared data directory with "
                                                "classification/ and translation/)")
+
+
+def test_a_train_split_shorter_than_one_segment_names_its_file(tmp_path):
+    """Stop 81: `the train split has 7 characters: ...` named no file, where the valid split's error named its own."""
+    corpus = tiny_corpus(tmp_path)
+    write(corpus / "train.txt", "the cat")
+    with pytest.raises(ValueError, match="^" + re.escape(
+            f"the train split ({corpus / 'train.txt'}) has 7 characters: 2 streams of 3, shorter than one segment of "
+            "tgt_len=8 plus its target (9); use a longer corpus or a smaller batch_size / tgt_len") + "$"):
+        train_language_model(config_from_dict(TINY_RUN, LMConfig), corpus, tmp_path / "run", progress=False,
+                             log=lambda m: None)

@@ -1,6 +1,7 @@
 """Translation (paper Sec. 3.2): causal decoding, incremental = full, beam 1 = greedy, BLEU, data errors, end to end."""
 
 import dataclasses
+import hashlib
 import io
 import json
 import math
@@ -1127,6 +1128,38 @@ def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(share
                                          r"got \w+$"):
         download_multi30k(tmp_path)
     assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
+
+
+def test_translate_download_never_replaces_an_edited_file(shared_data, tmp_path, capsys):
+    """Stop 81: a Multi30k file edited in the data directory was replaced by `translate download` without a word
+    (the classification downloader refused it since stop 78)."""
+    import gzip
+
+    from complexorder.cli import main
+    from complexorder.data.multi30k import download_multi30k
+
+    ref = shared_data / "translation" / "multi30k"
+    folder = tmp_path / "translation" / "multi30k"
+    cache = folder / ".download"
+    cache.mkdir(parents=True)
+    names = [f"{split}.{lang}" for split in ("train", "val", "test2016") for lang in ("en", "de")]
+    for name in names[:-1]:  # test2016.de missing: its archive waits in the cache
+        (folder / name).write_bytes((ref / name).read_bytes())
+    (cache / "test2016.de.gz").write_bytes(gzip.compress((ref / "test2016.de").read_bytes()))
+    edited = (ref / "val.en").read_bytes() + b"x\n"
+    (folder / "val.en").write_bytes(edited)
+    message = (f"{folder / 'val.en'} exists but differs from the reference (sha256 "
+               f"{hashlib.sha256(edited).hexdigest()[:12]}…, expected ")
+    with pytest.raises(ValueError, match="^" + re.escape(message) + r"[0-9a-f]{12}…\); move it away to download it "
+                                         r"again, or pass --skip-checksum \(verify=False\) to keep it as it is$"):
+        download_multi30k(tmp_path)
+    assert (folder / "val.en").read_bytes() == edited  # kept, and nothing fetched before the error
+    assert (cache / "test2016.de.gz").exists() and not (folder / "test2016.de").exists()
+    assert main(["translate", "download", "--data-dir", str(tmp_path), "--no-progress"]) == 2
+    assert capsys.readouterr().err.startswith(f"complexorder: error: {message}")
+    assert main(["translate", "download", "--data-dir", str(tmp_path), "--no-progress", "--skip-checksum"]) == 0
+    assert (folder / "val.en").read_bytes() == edited
+    assert (folder / "test2016.de").read_bytes() == (ref / "test2016.de").read_bytes()
 
 
 def test_translate_train_and_eval_from_the_command_line(toy_data, tmp_path, capsys):

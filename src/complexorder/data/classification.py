@@ -322,6 +322,9 @@ def make_split(data: TextClassificationData, split_id: str) -> Split:
     else:
         fold = int(split_id.split("-", 1)[1])
         texts, labels = data.texts["all"], np.asarray(data.labels["all"])
+        if len(labels) < NUM_FOLDS:  # stratified_folds' own error named no data set, and a number of folds not set
+            raise ValueError(f"{data.name} {split_id}: {len(labels)} examples, fewer than the {NUM_FOLDS} folds of the "
+                             f"paper's cross-validation; the data set is too small for this protocol")
         test_idx = stratified_folds(labels)[fold]
         rest = np.setdiff1d(np.arange(len(labels)), test_idx)
         train_idx, dev_idx = stratified_holdout(rest, labels, DEV_FRACTION, FOLD_SEED + 1 + fold)

@@ -51,13 +51,14 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
     dest = Path(dest)
     if dest.is_file() and (sha256 is None or sha256_of(dest) == sha256):
         return dest
+    stale = dest.is_file()  # there, with another SHA-256: the offline error says so (stop 81: it said "copy it there")
     check_writable(dest, what)  # before the network: a bad path fails offline too
     target = Path(os.path.realpath(dest)) if dest.is_symlink() else dest
     special = _is_special(target)
     with _naming_write_failures(target):
         if special:  # nothing to rename over: keep the download aside until it is checked
             with tempfile.TemporaryFile() as tmp:
-                _download(url, tmp, dest, sha256, timeout, progress)
+                _download(url, tmp, dest, sha256, timeout, progress, stale)
                 tmp.seek(0)
                 with open(target, "wb") as out:
                     for chunk in iter(lambda: tmp.read(_CHUNK), b""):
@@ -67,7 +68,7 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                _download(url, fh, dest, sha256, timeout, progress)
+                _download(url, fh, dest, sha256, timeout, progress, stale)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.chmod(tmp_name, 0o644)  # mkstemp creates 0600
@@ -79,13 +80,15 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
     return dest
 
 
-def _download(url: str, out: IO[bytes], dest: Path, sha256: str | None, timeout: float, progress: bool) -> None:
+def _download(url: str, out: IO[bytes], dest: Path, sha256: str | None, timeout: float, progress: bool,
+              stale: bool = False) -> None:
     """Stream ``url`` into the open file ``out``, hashing as it goes; raise when it fails, is cut short or does not
     match ``sha256``. Only network errors become the ``ConnectionError``: a failed write (a full disk) travels up as
     the ``OSError`` it is."""
     def failed(reason: object) -> ConnectionError:
-        return ConnectionError(f"cannot download {url} ({reason}); are you offline? "
-                               f"Copy the file to {dest} by hand instead")
+        there = (f"The {dest} there does not match the reference SHA-256; copy the right file over it by hand "
+                 "instead" if stale else f"Copy the file to {dest} by hand instead")
+        return ConnectionError(f"cannot download {url} ({reason}); are you offline? {there}")
 
     network_errors = (urllib.error.URLError, OSError, http.client.HTTPException)
     try:

@@ -304,34 +304,46 @@ def tokenizer_from_state(state: dict) -> SubwordTokenizer | WordTokenizer:
 # --------------------------------------------------------------------------------------
 
 
-def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60.0, progress: bool = True) -> Path:
+def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60.0, progress: bool = True,
+                      verify: bool = True) -> Path:
     """Fetch the six raw Multi30k files into ``<data dir>/translation/multi30k`` and check them.
 
-    Files already present with the right SHA-256 are kept. Offline: a one-line
-    :class:`ConnectionError` naming the URL; a file that does not match its checksum is a
+    Files already present with the right SHA-256 are kept. A file already present whose SHA-256 differs (an edit of
+    one's own, another release) is never replaced: a one-line :class:`ValueError` names it before anything is
+    fetched (``verify=False``, ``translate download --skip-checksum``: it is kept as it is). Offline: a one-line
+    :class:`ConnectionError` naming the URL; a fetched file that does not match its checksum is a
     :class:`ValueError` and is not kept. ``progress=False`` hides the downloads' bars.
     """
     folder = multi30k_dir(data_dir)
+    missing = []
     for split in SPLITS:
         for lang in ("en", "de"):
             dest = folder / f"{split}.{lang}"
-            expected = _SHA256[f"{split}.{lang}"]
-            if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == expected:
+            if not dest.is_file():
+                missing.append((split, lang))
                 continue
-            url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
-            archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir",
-                            progress=progress)
-            blob = archive.read_bytes()
-            try:
-                data = gzip.decompress(blob)
-            except (OSError, EOFError, zlib.error) as exc:  # not gzip (a proxy's HTML page), cut short or damaged
-                archive.unlink()
-                raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
-                                 "next run downloads it again") from None
-            got = hashlib.sha256(data).hexdigest()
-            if got != expected:
-                archive.unlink()
-                raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}")
-            atomic_write_bytes(dest, data)
+            got, expected = hashlib.sha256(dest.read_bytes()).hexdigest(), _SHA256[f"{split}.{lang}"]
+            if verify and got != expected:  # was replaced by the download without a word, the user's edit lost
+                raise ValueError(f"{dest} exists but differs from the reference (sha256 {got[:12]}…, expected "
+                                 f"{expected[:12]}…); move it away to download it again, or pass --skip-checksum "
+                                 "(verify=False) to keep it as it is")
+    for split, lang in missing:
+        dest = folder / f"{split}.{lang}"
+        expected = _SHA256[f"{split}.{lang}"]
+        url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
+        archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir",
+                        progress=progress)
+        blob = archive.read_bytes()
+        try:
+            data = gzip.decompress(blob)
+        except (OSError, EOFError, zlib.error) as exc:  # not gzip (a proxy's HTML page), cut short or damaged
             archive.unlink()
+            raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
+                             "next run downloads it again") from None
+        got = hashlib.sha256(data).hexdigest()
+        if got != expected:
+            archive.unlink()
+            raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}")
+        atomic_write_bytes(dest, data)
+        archive.unlink()
     return folder

@@ -16,6 +16,7 @@ import logging
 import os
 import platform
 import tempfile
+import warnings
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -301,6 +302,7 @@ def _text_rows_problem(path: Path, fmt: str, notes: list[str] | None = None, val
             if parts == [""]:
                 parts = []
             if number == 1 and fmt == "word2vec-text":
+                parts = " ".join(parts).split()  # gensim splits the header on any whitespace: "10  8", "10\t8"
                 if len(parts) != 2 or not all(p.isdigit() for p in parts):
                     return None
                 declared, dim = int(parts[0]), int(parts[1])
@@ -373,8 +375,10 @@ def load_word_vectors(path: str | Path, fmt: str = "auto", expected_dim: int | N
         raise ValueError(f"vectors file {path} is not valid {fmt} vectors: its vector rows are text"
                          f"{_format_hint(path, fmt)}")
     try:
-        kv = KeyedVectors.load_word2vec_format(str(path), binary=fmt == "word2vec-binary", no_header=fmt == "glove",
-                                               unicode_errors="replace")
+        with warnings.catch_warnings():  # a value beyond float32 becomes inf, named below as not finite (stop 81:
+            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)  # numpy's warning came first)
+            kv = KeyedVectors.load_word2vec_format(str(path), binary=fmt == "word2vec-binary",
+                                                   no_header=fmt == "glove", unicode_errors="replace")
     except Exception as exc:  # noqa: BLE001 - gensim raises ValueError/EOFError/UnicodeError/...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = first.encode("ascii", "backslashreplace").decode("ascii")  # raw bytes of a binary file, made printable

@@ -138,11 +138,12 @@ def build_model(cfg: LMConfig) -> TransformerXL:
 STREAMS = " (the number of streams)"  # what batch_size means here, in its errors
 
 
-def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", evaluation: bool = False) -> Tensor:
+def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", evaluation: bool = False, *,
+             source: str | Path | None = None) -> Tensor:
     """Cut ``ids`` into ``batch_size`` contiguous streams: ``[batch_size, len(ids) // batch_size]``.
 
     Raises a one-line error when a stream is shorter than one segment (``tgt_len`` inputs plus
-    the target of the last one).
+    the target of the last one), naming ``split`` and the file ``source`` it was read from, when given.
     """
     positive_int(batch_size, "batch_size", STREAMS)  # 0 divided by zero
     n = ids.numel() // batch_size
@@ -150,7 +151,8 @@ def batchify(ids: Tensor, batch_size: int, tgt_len: int, split: str = "data", ev
         need = ("the 2 characters of one prediction (evaluation reads segments of any length)" if evaluation else
                 f"one segment of tgt_len={tgt_len} plus its target ({tgt_len + 1})")
         sizes = "batch_size" if evaluation else "batch_size / tgt_len"
-        raise ValueError(f"the {split} split has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
+        where = f" ({source})" if source is not None else ""
+        raise ValueError(f"the {split} split{where} has {ids.numel():,} characters: {batch_size} streams of {n:,}, "
                          f"shorter than {need}; use a longer corpus or a smaller {sizes}")
     return ids[: n * batch_size].view(batch_size, n)
 
@@ -321,7 +323,7 @@ def _train_in_locked_directory(cfg: LMConfig, corpus_dir: str | Path, out_dir: P
     corpus_signature: dict[str, Any]
     corpus_signature = {"train_chars": corpus["train"].numel(),
                         "train_sha256": hashlib.sha256(corpus["train"].numpy().tobytes()).hexdigest()}
-    train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train")
+    train_data = batchify(corpus["train"], t.batch_size, t.tgt_len, "train", source=Path(corpus_dir) / "train.txt")
     if corpus["valid"].numel() // cfg.eval.batch_size < 2:  # fail now, not after hours of training; name the setting
         chars = corpus["valid"].numel()
         raise ValueError(f"the valid split ({Path(corpus_dir) / 'valid.txt'}) has {chars:,} characters: too few for "

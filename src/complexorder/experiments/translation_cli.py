@@ -92,6 +92,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "$COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     d.add_argument("--no-progress", action="store_true",
                    help="no download progress bar (it shows only when standard error is a terminal)")
+    d.add_argument("--skip-checksum", action="store_true",
+                   help="keep a file already in DATA_DIR/translation/multi30k whose SHA-256 differs from the reference "
+                        "(without it, such a file is an error: it is never replaced)")
     for parser in (t, e, r, a, d):
         parser.set_defaults(func=run)
 
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "download":
         from ..data.multi30k import download_multi30k
 
-        print(f"Multi30k is in {download_multi30k(args.data_dir, progress=progress)}")
+        print(f"Multi30k is in {download_multi30k(args.data_dir, progress=progress, verify=not args.skip_checksum)}")
         return 0
     # before any work: an unwritable output, or one that would overwrite an input, is a one-line error
     reads = {}

@@ -144,9 +144,6 @@ class TransformerXLConfig:
             :meth:`TransformerXL.reset_parameters`).
         frequency_init: ``"complex-order"`` only: the frequencies' start, a name of
             :class:`~complexorder.ComplexOrderEmbedding`'s ``frequency_init`` (default ``"sinusoidal"``).
-        initial_phase: ``"complex-order"`` only: a learned initial phase ``theta_j`` per character and dimension,
-            ``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}`` (paper Eq. 5; ``vocab_size * d_embed / 2`` more
-            parameters, started at ``U(-pi, pi)``). Default ``False``: the paper's Transformer-XL has none.
         position_mode: ``"stream"`` (default), ``"segment"`` or ``"word"`` (see the module docstring).
         separator_id: ``position_mode="word"`` only: the token that ends a word (default 0, text8's space).
         max_positions: ``"pe"`` only: size of its position table; larger positions share its last vector
@@ -157,6 +154,9 @@ class TransformerXLConfig:
             (``Re(AC + BD)``).
         phase_dropout: complex embeddings only: dropout on the phases in training, as
             :class:`~complexorder.ComplexOrderEmbedding`'s (default 0: none).
+        initial_phase: ``"complex-order"`` only: a learned initial phase ``theta_j`` per character and dimension,
+            ``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}`` (paper Eq. 5; ``vocab_size * d_embed / 2`` more
+            parameters, started at ``U(-pi, pi)``). Default ``False``: the paper's Transformer-XL has none.
     """
 
     vocab_size: int = 27
@@ -176,7 +176,6 @@ class TransformerXLConfig:
     tie_weight: bool = False  # output layer = word table (vanilla only)
     init_std: float = 0.02
     frequency_init: Literal["sinusoidal", "uniform", "zeros", "word-index", "normal"] = "sinusoidal"  # complex-order only
-    initial_phase: bool = False  # complex-order only: a learned theta per character and dimension (paper Eq. 5)
     position_mode: Literal["stream", "segment", "word"] = "stream"  # see the module docstring
     separator_id: int = 0  # position_mode="word": the token that ends a word (text8's space is 0)
     max_positions: int = 64  # embedding="pe": size of its position table (larger positions are clamped)
@@ -184,6 +183,7 @@ class TransformerXLConfig:
     network: Literal["real", "complex"] = "real"  # how a complex embedding enters (module docstring)
     attention_score: Literal["modulus", "real"] = "modulus"  # complex network only: |AC| + |BD| or Re(AC + BD)
     phase_dropout: float = 0.0  # complex embeddings only: dropout on the phases in training (see the embeddings)
+    initial_phase: bool = False  # complex-order only: a learned theta per character and dimension (paper Eq. 5)
 
     def __post_init__(self) -> None:
         plain_numbers(self)  # np.int64(4) is stored as 4 (JSON and checkpoints take plain numbers only)
