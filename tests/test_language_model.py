@@ -571,7 +571,7 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     other = config_from_dict({**TINY_RUN, "train": {**TINY_RUN["train"], "lr": 1e-3}}, LMConfig)
     with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: train.lr: "
                                          r"0.003 → 0.001\); resume with the run's settings \(lm train: add --set "
-                                         r"train.lr=0.003; Python: load_lm_config\(\.\.\., "
+                                         r"train.lr=0.003; Python: language_model_cli\.load_lm_config\(\.\.\., "
                                          r"overrides=\{'train.lr': 0.003\}\)\) or train in a new out_dir "
                                          r"\(--out\)$"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)
@@ -579,7 +579,7 @@ def test_train_resume_and_eval_end_to_end(corpus, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"trained with other settings \(the run's → the config's now: "
                                          r"model.embedding: 'complex-order' → 'vanilla'\); resume with the run's "
                                          r"settings \(lm train: add --embedding complex-order; Python: "
-                                         r"load_lm_config\(\.\.\., overrides=\{'model.embedding': "
+                                         r"language_model_cli\.load_lm_config\(\.\.\., overrides=\{'model.embedding': "
                                          r"'complex-order'\}\)\)"):
         train_language_model(other, corpus, tmp_path / "b", resume=True, progress=False)  # stop 76: named no flag
     # evaluation from the CLI: the [eval] settings (longer memory, same_length), valid and test

@@ -1125,9 +1125,13 @@ def test_download_multi30k_unpacks_checks_and_never_keeps_a_broken_archive(share
     # an archive whose text differs from the reference: refused, not saved, not kept
     (cache / "val.de.gz").write_bytes(gzip.compress((ref / "val.de").read_bytes() + b"extra line\n"))
     with pytest.raises(ValueError, match=r"^checksum mismatch for https://\S+ \(uncompressed\): expected sha256 \w+, "
-                                         r"got \w+$"):
+                                         r"got \w+; pass --skip-checksum \(verify=False\) to keep it$"):
         download_multi30k(tmp_path)
     assert not (cache / "val.de.gz").exists() and not (folder / "val.de").exists()
+    # verify=False (--skip-checksum) keeps it, as `complexorder download --skip-checksum` does (stop 81)
+    (cache / "val.de.gz").write_bytes(gzip.compress((ref / "val.de").read_bytes() + b"extra line\n"))
+    download_multi30k(tmp_path, verify=False)
+    assert (folder / "val.de").read_bytes() == (ref / "val.de").read_bytes() + b"extra line\n"
 
 
 def test_translate_download_never_replaces_an_edited_file(shared_data, tmp_path, capsys):

@@ -371,9 +371,20 @@ def test_a_refused_lm_resume_lists_every_differing_setting_and_the_flags_to_resu
     with pytest.raises(ValueError, match=exactly(
             f"cannot resume {tmp_path / 'run' / 'last.pt'}: it was trained with other settings (the run's → the "
             "config's now: model.embedding: 'vanilla' → 'pe'; train.lr: 0.003 → 0.001); resume with the run's "
-            "settings (lm train: add --embedding vanilla --set train.lr=0.003; Python: load_lm_config(..., "
-            "overrides={'model.embedding': 'vanilla', 'train.lr': 0.003})) or train in a new out_dir (--out)")):
+            "settings (lm train: add --embedding vanilla --set train.lr=0.003; Python: "
+            "language_model_cli.load_lm_config(..., overrides={'model.embedding': 'vanilla', 'train.lr': 0.003})) or "
+            "train in a new out_dir (--out)")):
         train_language_model(other, corpus, tmp_path / "run", resume=True, progress=False, log=lambda m: None)
+    # stop 81: a setting the run left unset was given as "--set model.d_embed=None", which --set refuses
+    other = config_from_dict({**TINY_LM, "model": {**TINY_LM["model"], "d_embed": 8}}, LMConfig)
+    with pytest.raises(ValueError, match=exactly(
+            f"cannot resume {tmp_path / 'run' / 'last.pt'}: it was trained with other settings (the run's → the "
+            "config's now: model.d_embed: None → 8); resume with the run's settings (lm train: leave model.d_embed "
+            "unset (in the config and --set); Python: language_model_cli.load_lm_config(..., overrides="
+            "{'model.d_embed': None})) or train in a new out_dir (--out)")):
+        train_language_model(other, corpus, tmp_path / "run", resume=True, progress=False, log=lambda m: None)
+    assert load_lm_config("proxy_cpu", overrides={"model.d_embed": 64}).model.d_embed == 64
+    assert load_lm_config("proxy_cpu", overrides={"model.d_embed": None}).model.d_embed is None  # the hint works
 
 
 def test_an_lm_option_and_a_set_of_the_same_setting_that_disagree_are_refused(tmp_path, capsys):

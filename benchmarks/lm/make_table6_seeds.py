@@ -9,7 +9,8 @@ session (run directories are not committed) and re-rendered from the committed f
 
 A run is labelled by its embedding, plus "complex network" (``model.network = "complex"``: complex
 hidden states through the whole network, as the authors' Transformer-XL code), "word positions"
-(``model.position_mode = "word"``) and the frequency learning-rate scale when it is not 1. Each variant is compared with vanilla on the seeds both ran (paired
+(``model.position_mode = "word"``), "initial phases" (``model.initial_phase = true``), a frequency start other than
+zeros and the frequency learning-rate scale when it is not 1. Each variant is compared with vanilla on the seeds both ran (paired
 differences, one-sided Wilcoxon signed-rank test of "below vanilla"); an ablation also with its base
 variant.
 """
@@ -36,11 +37,11 @@ def label_of(embedding: str, config: dict) -> str:
         parts.append("complex network" + ("" if score == "modulus" else f" ({score} score)"))
     if embedding in ("complex-order", "pe", "tpe") and config["model"].get("position_mode") == "word":
         parts.append("word positions")
+    if embedding == "complex-order" and config["model"].get("initial_phase"):  # stop 81; before the start, which
+        parts.append("initial phases")  # render() reads as the last part of a label
     start = config["model"].get("frequency_init", "sinusoidal")
     if embedding == "complex-order" and start != "zeros":  # Table 6's complex-order rows start at 0
         parts.append(f"{start} frequency start")
-    if embedding == "complex-order" and config["model"].get("initial_phase"):  # stop 81
-        parts.append("initial phases")
     if config["model"].get("position_scale") is not None:  # "tpe" with a scale other than the default
         parts.append(f"position scale {config['model']['position_scale']:g}")
     scale = config["train"].get("frequency_lr_scale", 1.0)

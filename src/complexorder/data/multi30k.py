@@ -310,9 +310,10 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
 
     Files already present with the right SHA-256 are kept. A file already present whose SHA-256 differs (an edit of
     one's own, another release) is never replaced: a one-line :class:`ValueError` names it before anything is
-    fetched (``verify=False``, ``translate download --skip-checksum``: it is kept as it is). Offline: a one-line
-    :class:`ConnectionError` naming the URL; a fetched file that does not match its checksum is a
-    :class:`ValueError` and is not kept. ``progress=False`` hides the downloads' bars.
+    fetched. Offline: a one-line :class:`ConnectionError` naming the URL; a fetched file that does not match its
+    checksum is a :class:`ValueError` and is not kept. ``verify=False`` (``translate download --skip-checksum``)
+    keeps both as they are, as ``complexorder download --skip-checksum`` does. ``progress=False`` hides the downloads'
+    bars.
     """
     folder = multi30k_dir(data_dir)
     missing = []
@@ -341,9 +342,10 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
             raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
                              "next run downloads it again") from None
         got = hashlib.sha256(data).hexdigest()
-        if got != expected:
+        if got != expected and verify:
             archive.unlink()
-            raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}")
+            raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}; "
+                             "pass --skip-checksum (verify=False) to keep it")
         atomic_write_bytes(dest, data)
         archive.unlink()
     return folder

@@ -248,19 +248,25 @@ def _check_resumable(saved: dict, cfg: LMConfig, path: Path) -> None:
     # a checkpoint written before a setting existed had that setting's default: fill it in
     saved = config_to_dict(config_from_dict(saved, LMConfig, where=f"{path} config"))
     now = config_to_dict(cfg)
-    diffs, flags, overrides = [], [], {}
+    diffs, flags, unset, overrides = [], [], [], {}
     for section in ("model", "train"):
         for key, value in now[section].items():
             old = saved.get(section, {}).get(key)
             if old != value and f"{section}.{key}" not in RESUMABLE_CHANGES:
                 diffs.append(f"{section}.{key}: {old!r} → {value!r}")
                 option = SETTING_OPTIONS.get(f"{section}.{key}")
-                flags.append(f"{option} {old}" if option else f"--set {section}.{key}={_set_value(old)}")
+                if old is None:  # unset (model.d_embed, say): no --set value means it ("None" is not an integer)
+                    unset.append(f"{section}.{key}")
+                else:
+                    flags.append(f"{option} {old}" if option else f"--set {section}.{key}={_set_value(old)}")
                 overrides[f"{section}.{key}"] = old
     if diffs:  # all of them: one at a time took a failed resume per setting
         raise ValueError(f"cannot resume {path}: it was trained with other settings (the run's → the config's now: "
-                         f"{'; '.join(diffs)}); resume with the run's settings (lm train: add {' '.join(flags)}; "
-                         f"Python: load_lm_config(..., overrides={overrides!r})) or train in a new {OUT_DIR}")
+                         f"{'; '.join(diffs)}); resume with the run's settings (lm train: "
+                         + "; ".join(([f"add {' '.join(flags)}"] if flags else [])
+                                     + ([f"leave {', '.join(unset)} unset (in the config and --set)"] if unset else []))
+                         + f"; Python: language_model_cli.load_lm_config(..., overrides={overrides!r})) or train in a "
+                         f"new {OUT_DIR}")
 
 
 def _set_value(value: object) -> str:

@@ -93,8 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--no-progress", action="store_true",
                    help="no download progress bar (it shows only when standard error is a terminal)")
     d.add_argument("--skip-checksum", action="store_true",
-                   help="keep a file already in DATA_DIR/translation/multi30k whose SHA-256 differs from the reference "
-                        "(without it, such a file is an error: it is never replaced)")
+                   help="keep files whose SHA-256 differs from the reference: files already in "
+                        "DATA_DIR/translation/multi30k (never replaced; without this option they are an error) and "
+                        "files downloaded now")
     for parser in (t, e, r, a, d):
         parser.set_defaults(func=run)
 

@@ -155,8 +155,9 @@ class TransformerXLConfig:
         phase_dropout: complex embeddings only: dropout on the phases in training, as
             :class:`~complexorder.ComplexOrderEmbedding`'s (default 0: none).
         initial_phase: ``"complex-order"`` only: a learned initial phase ``theta_j`` per character and dimension,
-            ``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}`` (paper Eq. 5; ``vocab_size * d_embed / 2`` more
-            parameters, started at ``U(-pi, pi)``). Default ``False``: the paper's Transformer-XL has none.
+            ``f(j, pos) = r_j e^{i(omega_j pos + theta_j)}`` (paper Eq. 5; a ``vocab_size`` x (complex dimensions)
+            table more: ``d_embed / 2`` of them with the real network, ``d_model`` with the complex one), started at
+            ``U(-pi, pi)``. Default ``False``: the paper's Transformer-XL has none.
     """
 
     vocab_size: int = 27
