@@ -463,3 +463,79 @@ def test_a_train_split_shorter_than_one_segment_names_its_file(tmp_path):
             "tgt_len=8 plus its target (9); use a longer corpus or a smaller batch_size / tgt_len") + "$"):
         train_language_model(config_from_dict(TINY_RUN, LMConfig), corpus, tmp_path / "run", progress=False,
                              log=lambda m: None)
+
+
+def test_build_corpus_refuses_to_write_beside_the_data_sets_it_reads(tmp_path, capsys):
+    """Stop 81: `lm build-corpus --out DATA/classification/MR` wrote train.txt, valid.txt, test.txt and manifest.json
+    beside MR's own files (`vectors train` refused the like since stop 73)."""
+    from complexorder.data.text8 import PROXY_SOURCES, build_proxy_corpus
+
+    data = tmp_path / "data"
+    for rel, _ in PROXY_SOURCES:
+        write(data / rel, "")
+    for out, what in ((data / "classification" / "MR", f"inside {data / 'classification'}"),
+                      (data, f"{data}"), (data / "translation", f"{data / 'translation'}")):
+        before = sorted(p for p in data.rglob("*"))
+        with pytest.raises(ValueError, match="^" + re.escape(f"out_dir {out} is {what}, which the proxy corpus is "
+                                                             "read from; write it elsewhere (the default: "
+                                                             "DATA_DIR/text8-proxy)") + "$"):
+            build_proxy_corpus(data, out)
+        assert main(["lm", "build-corpus", "--source-dir", str(data), "--out", str(out)]) == 2
+        assert capsys.readouterr().err == f"complexorder: error: --out {out} is {what}, which the proxy corpus is " \
+                                          "read from; write it elsewhere (the default: DATA_DIR/text8-proxy)\n"
+        assert sorted(p for p in data.rglob("*")) == before  # nothing written, not even a probe
+    write(data / "classification" / "MR" / "rt-polarity.pos", "a good film\n")
+    build_proxy_corpus(data, data / "text8-proxy")  # the default place, inside the data directory, is fine
+    assert (data / "text8-proxy" / "train.txt").is_file()
+
+
+def test_eval_results_refuse_another_commands_results_file(tmp_path, capsys):
+    """Stop 81: `lm eval --results` and `translate eval --results` appended to a `classify` results file, whose
+    grid then failed to resume (`record 3 is not a classification result`)."""
+    from complexorder.checkpoint import check_results_file
+    from complexorder.experiments.language_model import evaluate_checkpoint
+
+    out = tiny_lm_run(tmp_path)
+    foreign = tmp_path / "classify.jsonl"
+    text = json.dumps({"dataset": "TREC", "model": "cnn", "test_accuracy": 0.9}) + "\n"
+    write(foreign, text)
+    message = (f"{foreign} holds another command's results (its first record has no 'event' key, which lm train's "
+               "and lm eval's records have); appending would break that command's reading of it — choose another file")
+    with pytest.raises(ValueError, match="^" + re.escape(f"results (--results) {message}") + "$"):
+        evaluate_checkpoint(out / "last.pt", tmp_path / "corpus", results=foreign, progress=False)
+    assert main(["lm", "eval", "--checkpoint", str(out / "last.pt"), "--corpus", str(tmp_path / "corpus"),
+                 "--results", str(foreign), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"complexorder: error: --results {message}\n"
+    assert foreign.read_text() == text
+    with pytest.raises(ValueError, match=r"first record has no 'bleu_tok_lc' key, which translate eval's records have"):
+        check_results_file(foreign, "--results", record=("bleu_tok_lc", "translate eval's records"))
+    # its own records, and a run's results.jsonl (training records first), are appended to as before
+    evaluate_checkpoint(out / "last.pt", tmp_path / "corpus", results=out / "results.jsonl", progress=False)
+    assert json.loads((out / "results.jsonl").read_text().splitlines()[-1])["event"] == "eval"
+
+
+def test_lengths_and_sizes_too_large_for_torch_are_one_line_errors(tmp_path, capsys):
+    """Stop 81: `lm eval --mem-len 99999999999999999999` (and --clamp-len, and model.clamp_len) ended in an
+    OverflowError traceback; `vectors train --dim 99999999999999999999` read the corpus, then said "Maximum allowed
+    dimension exceeded", naming no option."""
+    from complexorder.data.vectors import check_word2vec_settings
+    from complexorder.models.transformer_xl import TransformerXL, TransformerXLConfig
+
+    huge = 10**20
+    out = tiny_lm_run(tmp_path)
+    args = ["lm", "eval", "--checkpoint", str(out / "last.pt"), "--corpus", str(tmp_path / "corpus"), "--no-progress"]
+    for option, where in (("--mem-len", "evaluation mem_len (--mem-len)"),
+                          ("--clamp-len", "evaluation clamp_len (--clamp-len)")):
+        assert main(args + [option, str(huge)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"complexorder: error: {where} must be at most 2,147,483,647") and err.count("\n") == 1
+    small = dict(vocab_size=27, n_layer=1, n_head=2, d_model=16, d_head=8, d_inner=32)
+    for key in ("mem_len", "clamp_len"):
+        with pytest.raises(ValueError, match=rf"^model.{key} must be at most 2,147,483,647"):
+            TransformerXL(TransformerXLConfig(**small, **{key: huge}))
+    TransformerXL(TransformerXLConfig(**small, mem_len=2**31 - 1, clamp_len=2**31 - 1))  # the bound itself is taken
+    with pytest.raises(ValueError, match=r"^--dim must be at most 2,147,483,647, got 100,000,000,000,000,000,000$"):
+        check_word2vec_settings(huge, 5, 1, lambda name: "--" + name.replace("_", "-"))
+    assert main(["vectors", "train", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "v.txt"),
+                 "--dim", str(huge)]) == 2  # before any corpus is looked for
+    assert "--dim must be at most 2,147,483,647" in capsys.readouterr().err

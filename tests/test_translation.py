@@ -280,7 +280,10 @@ def test_a_translation_config_that_extends_a_packaged_one_inherits_everything_it
     assert got == expected
     assert resolve_config(str(path), {"model.d_model": 64}).model.d_model == 64
     path.write_text('extends = "cpu-complex-order"\n')
-    assert resolve_config(str(path)).name == "translation"  # the dataclass default: a name is never inherited
+    # a name is never inherited: the file's own name, without .toml (stop 81: "translation", the dataclass default, so
+    # every unnamed file trained into runs/translation/translation and resumed another file's run)
+    assert resolve_config(str(path)).name == "theta"
+    assert resolve_config(str(path), {"name": "mine"}).name == "mine"
     path.write_text('extends = "gpu-huge"\n')
     with pytest.raises(FileNotFoundError, match=r"^config gpu-huge not found: .*cpu-complex-order \(translation\)"):
         resolve_config(str(path))
@@ -468,6 +471,12 @@ def test_tiny_end_to_end_train_resume_evaluate_and_translate(trained, toy_data, 
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "0", "--output",
                  str(tmp_path / "avg3.pt")]) == 2
     assert "--last must be at least 1, got 0" in capsys.readouterr().err
+    # stop 81: --last with checkpoints given by name was ignored without a word
+    assert main(["translate", "average", str(epochs[0]), str(epochs[1]), "--last", "0", "--output",
+                 str(tmp_path / "avg4.pt")]) == 2
+    assert capsys.readouterr().err == ("complexorder: error: --last 0 applies to --run-dir only (the last N epoch "
+                                       "checkpoints there); the checkpoints given by name are averaged as given\n")
+    assert not (tmp_path / "avg4.pt").exists()
     # an output that is one of the inputs would replace it: refused, the epoch checkpoint kept as it was
     before = epochs[1].read_bytes()
     assert main(["translate", "average", "--run-dir", str(run_dir), "--last", "2", "--output", str(epochs[1])]) == 2

@@ -152,7 +152,8 @@ def check_text_output(path: str | Path, option: str, writing: str = "text") -> N
     raise ValueError(f"{option} {path} is {what}; writing {writing} over it would destroy it — choose another file")
 
 
-def check_results_file(path: str | Path, option: str, *, read_first: bool = False) -> None:
+def check_results_file(path: str | Path, option: str, *, read_first: bool = False,
+                       record: tuple[str, str] | None = None) -> None:
     """Before a command appends to the JSON-lines results file ``path``: fail at once unless it is missing, a
     device or pipe (the line goes there: ``/dev/null``, a process substitution), or a regular file whose first
     non-blank line is a JSON object (a record cut short by a crash counts). Any other file (a corpus, a
@@ -162,6 +163,10 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     finished units). Its own reader names a bad line more precisely, so the lines are left to it; but a device
     other than ``/dev/null``, or a pipe, would hang that read (``/dev/stdout`` is the process's own output), so
     those are refused.
+
+    ``record``: ``(key, what)``: the file's first record must hold ``key`` (``"event"``: the records of ``lm train`` and
+    ``lm eval``), else it is another command's results file (``classify``'s, say), whose reader would then stop at
+    the appended line; the error calls the expected records ``what``.
     """
     path = Path(path)
     check_writable(path, option)
@@ -179,6 +184,10 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     if not (_is_json_object(first) or is_cut_record(first.decode("utf-8", "replace"))):
         raise ValueError(f"{option} {path} is not a JSON-lines results file (its first line is not a JSON object); "
                          "results are appended one JSON object per line — choose another file")
+    if record is not None and _is_json_object(first) and record[0] not in json.loads(first):
+        raise ValueError(f"{option} {path} holds another command's results (its first record has no {record[0]!r} "
+                         f"key, which {record[1]} have); appending would break that command's reading of it — "
+                         "choose another file")
 
 
 def _first_nonblank_line(path: Path) -> bytes:

@@ -41,7 +41,7 @@ from .paths import require_file
 
 __all__ = ["TEXT8_ALPHABET", "TEXT8_URL", "TEXT8_ZIP_BYTES", "TEXT8_ZIP_SHA256", "TEXT8_SHA256", "TEXT8_CHARACTERS", "TEXT8_SPLIT_SIZES", "SPLITS",
            "PROXY_SOURCES", "check_sha256", "encode_text8", "decode_text8", "normalise_text8", "load_corpus", "prepare_text8",
-           "download_text8", "build_proxy_corpus", "read_lines"]
+           "download_text8", "build_proxy_corpus", "check_corpus_out", "read_lines"]
 
 TEXT8_ALPHABET = " abcdefghijklmnopqrstuvwxyz"
 TEXT8_URL = "http://mattmahoney.net/dc/text8.zip"
@@ -275,6 +275,18 @@ def read_lines(path: Path) -> tuple[list[str], int]:
     return lines, fallback
 
 
+def check_corpus_out(source_dir: str | Path, out_dir: str | Path, option: str = "out_dir") -> None:
+    """A one-line ``ValueError`` (naming ``option``) when ``out_dir`` is ``source_dir`` or lies in a folder the proxy
+    corpus is read from (``classification/``, ``translation/``): its files would be written beside the data sets'."""
+    source_dir, out = Path(source_dir), Path(out_dir).resolve()
+    read = [source_dir / top for top in dict.fromkeys(Path(rel).parts[0] for rel, _ in PROXY_SOURCES)]
+    inside = [folder for folder in [source_dir, *read] if out == folder.resolve()
+              or (folder != source_dir and out.is_relative_to(folder.resolve()))]
+    if inside:  # stop 81: --out DATA/classification/MR wrote train.txt, ... beside the data set's files
+        raise ValueError(f"{option} {out_dir} is {'' if out == inside[0].resolve() else 'inside '}{inside[0]}, which "
+                         "the proxy corpus is read from; write it elsewhere (the default: DATA_DIR/text8-proxy)")
+
+
 def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int = 0,
                        fractions: tuple[float, float, float] = (0.90, 0.05, 0.05)) -> dict:
     """Build a text8-format corpus from the English text of the shared data; returns its manifest.
@@ -295,6 +307,7 @@ def build_proxy_corpus(source_dir: str | Path, out_dir: str | Path, *, seed: int
                                 f"directory with classification/ and translation/)")
     if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1.0) > 1e-9:
         raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
+    check_corpus_out(source_dir, out_dir)
     seen: set[str] = set()
     kept: list[str] = []
     sources = []

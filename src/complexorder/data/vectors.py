@@ -103,6 +103,8 @@ def check_word2vec_settings(dim: int, epochs: int, min_count: int, option=lambda
     for name, value in (("dim", dim), ("epochs", epochs), ("min_count", min_count)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{option(name)} must be a positive integer, got {value!r}")
+        if value > 2**31 - 1:  # stop 81: --dim 10**20 read the corpus, then said "Maximum allowed dimension exceeded"
+            raise ValueError(f"{option(name)} must be at most {2**31 - 1:,}, got {value:,}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"{option('workers')} must be a positive integer (gensim threads), got {workers!r}")
     if workers > MAX_THREADS:  # at 100,000 gensim failed with "RuntimeError: can't start new thread"

@@ -37,7 +37,8 @@ from ..config import FLOAT32_MAX, check_number, check_seed, config_from_dict, co
 from ..data.text8 import TEXT8_ALPHABET, load_corpus
 from ..environment import bars_off, resolve_device, rng_state, set_rng_state
 from ..errors import naming_out_of_memory
-from ..models.transformer_xl import TransformerXL, TransformerXLConfig, XLMemory, check_config, check_lengths
+from ..models.transformer_xl import (TransformerXL, TransformerXLConfig, XLMemory, check_clamp_len, check_config,
+                                     check_lengths)
 from ..nn.functional import as_integer, positive_int
 from .training import (PERIODIC_PARAMETER_NAMES, check_finite_loss, cpu_state_dict, device_of, generator_devices,
                        remove_stale_checkpoint_temporaries, run_directory_lock, seed_generators)
@@ -238,6 +239,9 @@ def count_parameters(model: nn.Module) -> int:
 #: The settings ``lm train`` has options of its own for (the others are given with --set).
 SETTING_OPTIONS = {"model.embedding": "--embedding", "train.max_steps": "--max-steps"}
 
+#: The key every record of ``lm train`` and ``lm eval`` holds, for :func:`~complexorder.checkpoint.check_results_file`.
+LM_RECORDS = ("event", "lm train's and lm eval's records")
+
 #: How errors name the output directory: the Python argument and the option of ``lm train``.
 OUT_DIR = "out_dir (--out)"
 
@@ -300,7 +304,7 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         raise ValueError(f"stop_after (--stop-after) must be a positive number of steps, got {stop_after}")
     out_dir = Path(out_dir)
     check_writable(out_dir, OUT_DIR, directory=True)  # not at the first checkpoint, after minutes of training
-    check_results_file(Path(out_dir) / "results.jsonl", OUT_DIR)  # records are appended to it: not to another file
+    check_results_file(Path(out_dir) / "results.jsonl", OUT_DIR, record=LM_RECORDS)  # records are appended to it: not to another file
     device = device if isinstance(device, torch.device) else resolve_device(device)
     with run_directory_lock(out_dir, OUT_DIR, log):  # a second training in out_dir meanwhile is an error
         with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
@@ -536,7 +540,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
     splits = _check_splits(splits)
     max_chars = _check_max_chars(max_chars)
     if results is not None:  # before the evaluation: not appended to a corpus file, a checkpoint, a table
-        check_results_file(results, "results (--results)")
+        check_results_file(results, "results (--results)", record=LM_RECORDS)
     ck = load_checkpoint(checkpoint, CHECKPOINT_KIND, required=("config", "model_state"),
                          writer="complexorder lm train")
     try:
@@ -549,6 +553,7 @@ def evaluate_checkpoint(checkpoint: str | Path, corpus_dir: str | Path, *, split
         if value <= 0:
             raise ValueError(f"evaluation {name} (--{name.replace('_', '-')}) must be a positive integer, got {value}")
     check_lengths(ev.mem_len, ev.same_length, where="evaluation mem_len (--mem-len)")
+    check_clamp_len(ev.clamp_len, "evaluation clamp_len (--clamp-len)")
     model = build_model(cfg)
     try:
         model.load_state_dict(ck["model_state"])

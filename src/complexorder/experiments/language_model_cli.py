@@ -17,10 +17,11 @@ from ..checkpoint import check_results_file, check_writable, resume_point
 from ..config import (builtin_configs, check_no_repeats, check_seed, config_from_dict, json_ready, merge_overrides,
                       override_label, overrides_dict, read_extended_toml)
 from ..data.paths import resolve_data_dir
-from ..data.text8 import TEXT8_ZIP_SHA256, build_proxy_corpus, check_sha256, download_text8, prepare_text8
+from ..data.text8 import (TEXT8_ZIP_SHA256, build_proxy_corpus, check_corpus_out, check_sha256, download_text8,
+                          prepare_text8)
 from ..data.download import sha256_of
 from ..environment import DEVICE_HELP, NO_PROGRESS_HELP, resolve_device, set_threads
-from .language_model import SETTING_OPTIONS, LMConfig, evaluate_checkpoint, train_language_model
+from .language_model import LM_RECORDS, SETTING_OPTIONS, LMConfig, evaluate_checkpoint, train_language_model
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "lm"
 EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe", "tpe")
@@ -29,7 +30,8 @@ EMBEDDINGS = ("vanilla", "complex-vanilla", "complex-order", "pe", "tpe")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lm", help="character-level Transformer-XL language models (text8, bits per character)",
                        description="Transformer-XL (Dai et al. 2019) with a vanilla, complex-vanilla or "
-                                   "complex-order word embedding; bits per character on text8-format corpora.")
+                                   "complex-order word embedding (or the controls pe and tpe: vanilla plus a learned or "
+                                   "sinusoidal position vector); bits per character on text8-format corpora.")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
@@ -162,6 +164,7 @@ def run_build_corpus(args: argparse.Namespace) -> int:
     check_seed("--seed", args.seed)  # -1 and 20-digit seeds were taken, unlike every other seed of the project
     data_dir = resolve_data_dir(args.data_dir)
     out = Path(args.out) if args.out else data_dir / "text8-proxy"
+    check_corpus_out(args.source_dir or data_dir, out, "--out")  # not beside the data sets' files it reads
     check_writable(out, "--out" if args.out else "--data-dir", directory=True)  # before the sources are read
     manifest = build_proxy_corpus(args.source_dir or data_dir, out, seed=args.seed)
     sizes = ", ".join(f"{s} {v['characters']:,}" for s, v in manifest["splits"].items())
@@ -232,7 +235,7 @@ def run_eval(args: argparse.Namespace) -> int:
     # the split names are checked above with the option's text (evaluate_checkpoint checks them again, for Python
     # callers); --max-chars is checked by evaluate_checkpoint alone, before the checkpoint is read
     if args.results:  # before the evaluation: an unwritable or foreign results file is a one-line error naming it
-        check_results_file(args.results, "--results")
+        check_results_file(args.results, "--results", record=LM_RECORDS)
     evaluate_checkpoint(args.checkpoint, args.corpus, splits=splits, overrides=overrides, progress=not args.no_progress,
                         results=args.results, max_chars=args.max_chars, device=device,
                         report=lambda result: print(json.dumps(json_ready(result), sort_keys=True), flush=True))

@@ -141,6 +141,8 @@ def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequ
     else as bare strings); a bare string is a ``TypeError``. Unknown keys and values of the wrong type are one-line
     ``ValueError`` errors naming the key as given: ``overrides['train.lrr']: unknown key 'lrr' in [train]; ...``
     (``option`` is the name they go by; the command line passes ``"--set"``, and its errors say ``--set train.lrr``).
+    A TOML file without a ``name`` (which is not inherited through ``extends``) is named after the file (``my.toml``:
+    ``my``), as ``classify`` names a grid file, so that two such files do not share ``runs/translation/translation``.
     """
     # KEY=VALUE, not SECTION.KEY=VALUE: the config's name is a top-level key (name=toy)
     sets = overrides_dict(overrides, name=option, form="KEY=VALUE", example="train.max_steps=2000", sections=False)
@@ -151,6 +153,7 @@ def resolve_config(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequ
                                     f"packaged: {', '.join(packaged_configs())}")
         path = Path(str(resources.files("complexorder") / "configs" / "translation" / f"{name_or_path}.toml"))
     data = read_extended_toml(path, "translation")
+    data.setdefault("name", path.stem)  # stop 81: every unnamed file was "translation", sharing one run directory
     if sets:
         data = merge_overrides(data, sets, TranslationConfig, option)
     return config_from_dict(data, TranslationConfig, where=str(path))

@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="override a config value, e.g. --set train.max_steps=2000 (repeatable)")
     t.add_argument("--run-dir", "--out", dest="run_dir",
-                   help="where checkpoints and logs go (default: runs/translation/<config name>)")
+                   help="where checkpoints and logs go (default: runs/translation/NAME, NAME the config's `name`: a packaged "
+                        "config's own, or a TOML file's, else the file's name without .toml)")
     t.add_argument("--data-dir", help="data directory holding translation/multi30k "
                                       "(default: $COMPLEXORDER_DATA or ~/.cache/complexorder/data)")
     _common(t)
@@ -82,7 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("checkpoints", nargs="*", help="checkpoints to average")
     a.add_argument("--run-dir", help="average the last --last epoch checkpoints (epochN.pt, one per finished "
                                      "epoch) of this run instead")
-    a.add_argument("--last", type=int, default=5, help="how many epoch checkpoints with --run-dir (default 5)")
+    a.add_argument("--last", type=int, help="how many epoch checkpoints with --run-dir (default 5)")
     a.add_argument("--output", "--out", dest="output", required=True, help="the averaged checkpoint")
 
     d = actions.add_parser("download", help="fetch the raw Multi30k files (needs network; checksummed)",
@@ -163,11 +164,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--hypotheses and --results name one file ({args.results}); the translations and the JSON "
                          "result would be written into each other — give two files")
     if getattr(args, "results", None) is not None:
-        check_results_file(args.results, "--results")
+        check_results_file(args.results, "--results", record=("bleu_tok_lc", "translate eval's records"))
     if args.action == "average":
         if args.run_dir and args.checkpoints:
             raise ValueError("give checkpoints to average or --run-dir, not both")
+        if args.last is not None and not args.run_dir:  # stop 81: ignored without a word
+            raise ValueError(f"--last {args.last} applies to --run-dir only (the last N epoch checkpoints there); the "
+                             "checkpoints given by name are averaged as given")
         if args.run_dir:
+            args.last = 5 if args.last is None else args.last
             if args.last < 1:
                 raise ValueError(f"--last must be at least 1, got {args.last}")
             if not Path(args.run_dir).is_dir():

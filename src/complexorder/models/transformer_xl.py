@@ -242,6 +242,18 @@ def check_config(cfg: TransformerXLConfig) -> None:
     if not (0.0 <= cfg.dropout < 1.0 and 0.0 <= cfg.dropatt < 1.0):
         raise ValueError(f"model.dropout and model.dropatt must be in [0, 1), got {cfg.dropout} and {cfg.dropatt}")
     check_lengths(cfg.mem_len, cfg.same_length, where="model.mem_len")
+    check_clamp_len(cfg.clamp_len, "model.clamp_len")
+
+
+#: The largest memory length and ``clamp_len`` taken (torch's int32 index range; far beyond any corpus here).
+MAX_LENGTH = 2**31 - 1
+
+
+def check_clamp_len(clamp_len: int, where: str = "clamp_len") -> None:
+    if isinstance(clamp_len, bool) or not isinstance(clamp_len, int):
+        raise ValueError(f"{where} must be an integer (<= 0: no clamp), got {clamp_len!r}")
+    if clamp_len > MAX_LENGTH:  # stop 81: an OverflowError traceback from the distances' clamp
+        raise ValueError(f"{where} must be at most {MAX_LENGTH:,} (<= 0: no clamp), got {clamp_len:,}")
 
 
 def check_lengths(mem_len: int, same_length: bool, where: str = "mem_len") -> None:
@@ -251,6 +263,8 @@ def check_lengths(mem_len: int, same_length: bool, where: str = "mem_len") -> No
         raise ValueError(f"same_length must be True or False, got {same_length!r}")
     if mem_len < 0:
         raise ValueError(f"{where} must be >= 0, got {mem_len}")
+    if mem_len > MAX_LENGTH:  # stop 81: 10**20 ended in an OverflowError traceback from the same_length mask
+        raise ValueError(f"{where} must be at most {MAX_LENGTH:,}, got {mem_len:,}")
     if same_length and mem_len < 1:
         raise ValueError(f"same_length lets every character attend to its {where} most recent positions; "
                          f"it needs {where} >= 1, got {mem_len}")
@@ -541,8 +555,8 @@ class TransformerXL(nn.Module):
         mem_len = self.mem_len if mem_len is None else mem_len
         same_length = self.same_length if same_length is None else same_length
         check_lengths(mem_len, same_length)
-        if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)):
-            raise ValueError(f"clamp_len must be an integer (<= 0: no clamp), got {clamp_len!r}")
+        if clamp_len is not None:
+            check_clamp_len(clamp_len)
         self.mem_len, self.same_length = mem_len, same_length
         self.clamp_len = self.clamp_len if clamp_len is None else clamp_len
 
