@@ -836,6 +836,20 @@ def test_folds_and_seeds_options_reject_empty_or_repeated_lists_and_say_where_th
     out = capsys.readouterr()
     assert out.err == f"complexorder: table2: 2 units, 0 already in {results}, 2 to run\n"
     assert out.out.splitlines() == ["CR cnn tpe fold-4", "TREC cnn tpe seed-2"]
+    # stop 81: a dry run passed outputs the run refuses at once (a results "file" that is a directory, a checkpoint
+    # directory that is a file, a table that is a directory): it fails where the run would
+    (tmp_path / "file").write_text("x\n")
+    for argv, start in ((["classify", "--datasets", "TREC", "--results", str(tmp_path)],
+                         f"complexorder: error: results file (config `results` / --results): {tmp_path} is a "
+                         "directory, expected a file path"),
+                        (["classify", "--datasets", "TREC", "--results", str(results), "--checkpoint-dir",
+                          str(tmp_path / "file")],
+                         "complexorder: error: checkpoint directory (config `checkpoint_dir` / --checkpoint-dir): "),
+                        (["ablate", "--results", str(results), "--out", str(tmp_path)],
+                         f"complexorder: error: --out: {tmp_path} is a directory, expected a file path")):
+        assert main([*argv, "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(start) and err.count("\n") == 1, err
 
 
 def test_a_device_that_is_none_or_absent_is_named_before_any_data_is_read(tmp_path):

@@ -51,11 +51,13 @@ def run_ablate(args: argparse.Namespace) -> int:
                          f"other grids with complexorder classify")
     if args.out is None:
         args.out = str(Path(grid.results).parent / "table4.md")
-    if not args.dry_run:  # before any training: an unwritable table is a one-line error, not hours lost
-        reads = {f"a results file it renders ({r})": r for r in [grid.results, *args.also_results]}
-        if args.notes:
-            reads["the notes file it appends (--notes)"] = args.notes
-        check_writable(args.out, "--out", inputs=reads)
+    reads = {f"a results file it renders ({r})": r for r in [grid.results, *args.also_results]}
+    if args.notes:
+        reads["the notes file it appends (--notes)"] = args.notes
+    # before any training (and in a dry run, which should fail where the run would): an unwritable table is a
+    # one-line error, not hours lost (stop 81: --dry-run --out DIRECTORY passed)
+    check_writable(args.out, "--out", inputs=reads)
+    if not args.dry_run:
         read_notes(args.notes)  # and so is a notes file that cannot be read
         # and so are --also-results files that do not exist, or results of other cells that the table would refuse
         existing = [*([grid.results] if Path(grid.results).is_file() else []), *args.also_results]

@@ -47,7 +47,7 @@ from .training import (LOSSES, count_parameters, cpu_state_dict, evaluate_accura
                        train_classifier)
 
 __all__ = ["ModelSettings", "Variant", "GridConfig", "Unit", "load_grid_config", "plan_units", "run_grid", "run_unit",
-           "build_model_from_config", "unit_key"]
+           "check_grid_outputs", "build_model_from_config", "unit_key"]
 
 
 @dataclass
@@ -833,6 +833,16 @@ def _plan_line(grid: GridConfig, units: list, todo: list) -> str:
     return f"{grid.name}: {len(units)} units, {len(units) - len(todo)} already in {grid.results}, {len(todo)} to run"
 
 
+def check_grid_outputs(grid: GridConfig) -> None:
+    """One-line errors, before any work, for a results file or checkpoint directory the grid could not write (the
+    checks :func:`run_grid` makes first; ``classify --dry-run`` makes them too, so that a dry run that passes means
+    the run would start)."""
+    check_results_file(grid.results, "results file (config `results` / --results)", read_first=True)
+    if grid.checkpoint_dir:
+        check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
+                       directory=True)
+
+
 def dry_run_summary(grid: GridConfig, units: list, log=lambda *_: None) -> tuple[str, list]:
     """The line a run would log first: how many of ``units`` its results file holds already (read, not written),
     and the units still to run. ``log`` gets what reading the file says (skipped malformed lines), as a run's."""
@@ -890,10 +900,7 @@ def run_grid(grid: GridConfig, progress: bool = True, log=tqdm.write, command: s
 def _run_grid(grid: GridConfig, progress: bool, log, command: str | None) -> list[dict]:
     """:func:`run_grid` once ``grid`` is known to be a grid."""
     units = plan_units(grid)  # validates the grid, its device included, before any data is read
-    check_results_file(grid.results, "results file (config `results` / --results)", read_first=True)
-    if grid.checkpoint_dir:
-        check_writable(grid.checkpoint_dir, "checkpoint directory (config `checkpoint_dir` / --checkpoint-dir)",
-                       directory=True)
+    check_grid_outputs(grid)
     cache = _Cache(resolve_data_dir(grid.data_dir), grid.vectors_format, log)
     results_path = Path(grid.results)
     finished = _read_results_file(results_path, log)

@@ -16,7 +16,8 @@ from ..data.classification import DATASETS
 from ..data.paths import resolve_data_dir
 from ..data.vectors import VECTOR_FORMATS
 from ..environment import NO_PROGRESS_HELP, set_threads
-from .classification import GridConfig, dry_run_summary, load_grid_config, plan_units, run_grid
+from .classification import (GridConfig, check_grid_outputs, dry_run_summary, load_grid_config, plan_units,
+                             run_grid)
 from .classification import select_variants as select_variants_by_name
 from .classification import variant_names
 
@@ -269,6 +270,7 @@ def run_classify(args: argparse.Namespace, task: str = "classification") -> int:
         print(f"complexorder: {line}", file=sys.stderr)
     if args.dry_run:
         units = plan_units(grid)
+        check_grid_outputs(grid)  # stop 81: a dry run passed a results "file" that was a directory
         line, todo = dry_run_summary(grid, units, lambda text: print(f"complexorder: {text}", file=sys.stderr))
         print(f"complexorder: {line}", file=sys.stderr)  # as the run's first line says
         pending = {id(u) for u in todo}
