@@ -353,3 +353,21 @@ def test_a_missing_file_under_the_default_data_directory_says_how_that_folder_wa
     chosen = resolve_data_dir(tmp_path / "mine") / "x.txt"  # a folder given by --data-dir: no hint
     with pytest.raises(FileNotFoundError, match=re.escape(f"missing data file x.txt (expected at {chosen}); get it")):
         require_file(chosen, "get it")
+
+
+def test_a_data_directory_that_is_a_file_is_named_as_such(tmp_path, capsys):
+    """Stop 81: `classify --data-dir /etc/passwd` said "missing data file ... (expected at /etc/passwd/...)"."""
+    from complexorder.cli import main
+    from complexorder.data.paths import require_file
+
+    not_a_dir = tmp_path / "notes.txt"
+    not_a_dir.write_text("x\n")
+    path = not_a_dir / "classification" / "TREC" / "TREC_10.label"
+    message = (f"data file TREC_10.label cannot be at {path}: {not_a_dir} is a file, not a directory (a --data-dir "
+               "that names a file?)")
+    with pytest.raises(NotADirectoryError, match="^" + re.escape(message) + "$"):
+        require_file(path, "download it")
+    assert main(["classify", "--datasets", "TREC", "--models", "transformer", "--embeddings", "none", "--seeds", "1",
+                 "--data-dir", str(not_a_dir), "--results", str(tmp_path / "r.jsonl"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("complexorder: error: data file ") and f"{not_a_dir} is a file, not a directory" in err

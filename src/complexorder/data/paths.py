@@ -30,6 +30,10 @@ def require_file(path: Path, how_to_get: str) -> Path:
     if path.is_dir():
         raise IsADirectoryError(f"data file {path.name} is a directory (at {path}), expected a file; {how_to_get}")
     if not path.is_file():
+        blocking = next((p for p in path.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():  # stop 81: --data-dir FILE said "missing data file"
+            raise NotADirectoryError(f"data file {path.name} cannot be at {path}: {blocking} is a file, not a "
+                                     f"directory (a --data-dir that names a file?){_origin(path)}")
         raise FileNotFoundError(f"missing data file {path.name} (expected at {path}{_origin(path)}); {how_to_get}")
     return path
 
