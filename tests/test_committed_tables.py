@@ -95,6 +95,18 @@ def test_table6_frequency_lr_is_what_its_script_renders_from_the_committed_recor
     assert script.main(["--runs", "runs/stop77/lm", "--check"]) == 0
 
 
+def test_table6_initial_phase_is_what_its_script_renders_from_the_committed_records(monkeypatch):
+    """table6_initial_phase.md (stop 81) and its records: `make_table6_initial_phase.py --check` as the file states."""
+    monkeypatch.chdir(ROOT)
+    spec = importlib.util.spec_from_file_location("make_table6_initial_phase",
+                                                  ROOT / "benchmarks/lm/make_table6_initial_phase.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert "python benchmarks/lm/make_table6_initial_phase.py --runs runs/stop81/lm" in \
+        (ROOT / "benchmarks/results/table6_initial_phase.md").read_text()
+    assert script.main(["--check"]) == 0
+
+
 SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, the arguments the table states)
     ("longer_budget.py", "table4_authors_classifier_lr1e-4_24_epochs.md",  # rule addendum 8
      ["--longer", "benchmarks/results/table4_authors_classifier_lr1e-4_24_epochs.jsonl",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_table6_budget import check_or_write, one_sided  # noqa: E402
-from make_table6_seeds import collect, load_records  # noqa: E402
+from make_table6_seeds import collect, load_records, pair_rows  # noqa: E402
 
 STEPS = 6_000
 SEEDS = (7, 8, 9)  # the rule's seeds
@@ -42,13 +42,8 @@ def render(records: dict, base: dict, records_path: Path, runs: str) -> str:
         "difference (test) | training time (vanilla / complex-order) |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    diffs = []
-    for s in seeds:
-        v, c = records[(VANILLA, s)], records[(ROW, s)]
-        d = c["test_bpc"] - v["test_bpc"]
-        diffs.append(d)
-        lines.append(f"| {s} | {v['valid_bpc']:.3f} | **{v['test_bpc']:.3f}** | {c['valid_bpc']:.3f} | "
-                     f"**{c['test_bpc']:.3f}** | {d:+.3f} | {v['train_minutes']:.1f} / {c['train_minutes']:.1f} min |")
+    rows, diffs = pair_rows(records, seeds, VANILLA, ROW)
+    lines += rows
     lines.append("")
     if seeds:
         n_below = sum(d < 0 for d in diffs)
