@@ -622,7 +622,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_statu
                                                       f"{tmp_path / 'none.jsonl'}, 1040 to run\n")
 
 
-def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(shared_data, tmp_path):
+def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(shared_data, tmp_path, monkeypatch,
+                                                                           capsys):
     """The archives `complexorder download` fetches, rebuilt in their upstream layout from the reference files and
     left in the download cache (so no network): tar.gz members, zip members, plain files and a header to strip."""
     import io
@@ -692,6 +693,18 @@ def test_download_reads_the_upstream_archive_layouts_and_checks_every_file(share
                                          r"--skip-checksum to keep it as it is$"):
         download_dataset("CR", tmp_path, log=lambda *_: None)
     assert download_dataset("CR", tmp_path, verify=False, log=lambda *_: None) == [] and edited.read_bytes() == mine
+    # stop 81: `download` checked data set by data set, so an earlier set's missing files were fetched (offline: an
+    # error about the network) before the edited file of a later set was named
+    from complexorder.cli import main
+    from complexorder.data import sources
+
+    fetched = []
+    monkeypatch.setattr(sources, "fetch", lambda url, *a, **k: fetched.append(url) or (_ for _ in ()).throw(
+        ConnectionError(f"cannot download {url}")))
+    (tmp_path / "classification" / "MR" / "rt-polarity.neg").unlink()
+    assert main(["download", "--datasets", "MR,CR", "--data-dir", str(tmp_path), "--no-progress"]) == 2
+    assert capsys.readouterr().err.startswith(f"complexorder: error: {edited} exists but differs from the reference")
+    assert fetched == [] and edited.read_bytes() == mine
 
 
 def test_device_names_torch_knows_but_we_do_not_run_on_and_absent_gpus_are_named(monkeypatch):

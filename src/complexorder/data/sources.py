@@ -20,7 +20,7 @@ from ..checkpoint import atomic_write_bytes, check_writable
 from .classification import DATASETS
 from .download import fetch, sha256_of
 
-__all__ = ["SOURCES", "download_dataset"]
+__all__ = ["SOURCES", "check_present_files", "download_dataset"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,25 @@ def _extract(blob: bytes, source: Source, member: str) -> bytes:
         raise ValueError(f"{source.url} has no member {member!r}; the upstream archive has changed") from None
 
 
+def check_present_files(name: str, data_dir: str | Path) -> None:
+    """A one-line ``ValueError`` naming the first file of data set ``name`` already in ``data_dir`` whose SHA-256
+    differs from the reference (an edit of one's own, another release): :func:`download_dataset` never replaces it,
+    and ``complexorder download`` checks every data set asked for with this before fetching anything."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(SOURCES)}")
+    spec = DATASETS[name]
+    folder = Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
+    for source in SOURCES[name]:
+        for t in source.members:
+            if not (folder / t).is_file():
+                continue
+            got, expected = sha256_of(folder / t), spec.sha256.get(t)
+            if got != expected:  # was replaced by the download without a word, the user's edit lost
+                raise ValueError(f"{folder / t} exists but differs from the reference (sha256 {got[:12]}…, expected "
+                                 f"{str(expected)[:12]}…); move it away to download it again, or pass "
+                                 "--skip-checksum to keep it as it is")
+
+
 def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=print, *,
                      progress: bool = True) -> list[Path]:
     """Fetch data set ``name`` into ``<data_dir>/classification/<name>/``. Files already present and valid are kept;
@@ -81,18 +100,11 @@ def download_dataset(name: str, data_dir: str | Path, verify: bool = True, log=p
     spec = DATASETS[name]
     folder = Path(data_dir) / "classification" / ("SST2" if name == "SST2-sent" else name)
     cache = Path(data_dir) / "downloads"
+    if verify:
+        check_present_files(name, data_dir)  # every source's files, before anything of this data set is fetched
     written = []
     for source in SOURCES[name]:
-        targets = {}
-        for t, m in source.members.items():
-            if not (folder / t).is_file():
-                targets[t] = m
-                continue
-            got, expected = sha256_of(folder / t), spec.sha256.get(t)
-            if verify and got != expected:  # was replaced by the download without a word, the user's edit lost
-                raise ValueError(f"{folder / t} exists but differs from the reference (sha256 {got[:12]}…, expected "
-                                 f"{str(expected)[:12]}…); move it away to download it again, or pass "
-                                 "--skip-checksum to keep it as it is")
+        targets = {t: m for t, m in source.members.items() if not (folder / t).is_file()}
         if not targets:
             continue
         check_writable(folder, "--data-dir", directory=True)  # before the network; only when a file is missing

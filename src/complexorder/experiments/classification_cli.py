@@ -319,10 +319,14 @@ def run_vectors_train(args: argparse.Namespace) -> int:
 
 
 def run_download(args: argparse.Namespace) -> int:
-    from ..data.sources import download_dataset
+    from ..data.sources import check_present_files, download_dataset
 
     data_dir = resolve_data_dir(args.data_dir)
-    for name in parse_names(args.datasets, DATASETS, "datasets"):
+    names = parse_names(args.datasets, DATASETS, "datasets")
+    if not args.skip_checksum:  # an edited file of a later data set stops the command before anything is fetched
+        for name in names:
+            check_present_files(name, data_dir)
+    for name in names:
         files = download_dataset(name, data_dir, verify=not args.skip_checksum, progress=not args.no_progress)
         print(f"{name}: {'fetched ' + ', '.join(f.name for f in files) if files else 'already present'}")
     return 0
