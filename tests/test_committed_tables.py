@@ -72,39 +72,19 @@ def test_table6_seeds_is_what_its_script_renders_from_the_committed_records(monk
     assert script.main(stated.split() + ["--check"]) == 0, capsys.readouterr().out
 
 
-def test_table6_budget_is_what_its_script_renders_from_the_committed_records(monkeypatch):
-    """table6_budget.md (stop 76) and its records: `make_table6_budget.py --check` with the command the file states."""
+@pytest.mark.parametrize("name, runs", [("budget", "runs/stop76/lm"),  # stop 76
+                                        ("frequency_lr", "runs/stop77/lm"),  # stop 77
+                                        ("initial_phase", "runs/stop81/lm")])  # stop 81
+def test_table6_screens_are_what_their_scripts_render_from_the_committed_records(name, runs, monkeypatch):
+    """table6_NAME.md and its records: `make_table6_NAME.py --runs RUNS --check` with the command the file states
+    (the run directories are not committed: the script renders from the records alone where they are missing)."""
     monkeypatch.chdir(ROOT)
-    spec = importlib.util.spec_from_file_location("make_table6_budget", ROOT / "benchmarks/lm/make_table6_budget.py")
+    spec = importlib.util.spec_from_file_location(f"make_table6_{name}", ROOT / f"benchmarks/lm/make_table6_{name}.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    assert "python benchmarks/lm/make_table6_budget.py --runs runs/stop76/lm" in \
-        (ROOT / "benchmarks/results/table6_budget.md").read_text()
-    assert script.main(["--runs", "runs/stop76/lm", "--check"]) == 0
-
-
-def test_table6_frequency_lr_is_what_its_script_renders_from_the_committed_records(monkeypatch):
-    """table6_frequency_lr.md (stop 77) and its records: `make_table6_frequency_lr.py --check` as the file states."""
-    monkeypatch.chdir(ROOT)
-    spec = importlib.util.spec_from_file_location("make_table6_frequency_lr",
-                                                  ROOT / "benchmarks/lm/make_table6_frequency_lr.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert "python benchmarks/lm/make_table6_frequency_lr.py --runs runs/stop77/lm" in \
-        (ROOT / "benchmarks/results/table6_frequency_lr.md").read_text()
-    assert script.main(["--runs", "runs/stop77/lm", "--check"]) == 0
-
-
-def test_table6_initial_phase_is_what_its_script_renders_from_the_committed_records(monkeypatch):
-    """table6_initial_phase.md (stop 81) and its records: `make_table6_initial_phase.py --check` as the file states."""
-    monkeypatch.chdir(ROOT)
-    spec = importlib.util.spec_from_file_location("make_table6_initial_phase",
-                                                  ROOT / "benchmarks/lm/make_table6_initial_phase.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert "python benchmarks/lm/make_table6_initial_phase.py --runs runs/stop81/lm" in \
-        (ROOT / "benchmarks/results/table6_initial_phase.md").read_text()
-    assert script.main(["--check"]) == 0
+    assert f"python benchmarks/lm/make_table6_{name}.py --runs {runs}" in \
+        (ROOT / f"benchmarks/results/table6_{name}.md").read_text()
+    assert script.main(["--runs", runs, "--check"]) == 0
 
 
 SCRIPT_TABLES = [  # (script under benchmarks/classification, committed table, the arguments the table states)

@@ -120,15 +120,23 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path)
-    if args.runs:
-        found = collect(Path(args.runs))
-        wrong = [k for k, r in found.items() if r["config"]["train"]["max_steps"] != STEPS or k[0] not in ROWS]
-        if wrong:
-            raise SystemExit(f"{args.runs}: runs outside this table's rule: {wrong}")
-        records.update(found)
+    add_runs(records, args.runs, STEPS, ROWS)
     base = load_records(Path(args.base))
     return check_or_write(render(records, base, records_path, "runs/stop76/lm"), records, records_path,
                           Path(args.out), args.check)
+
+
+def add_runs(records: dict, runs: str | None, steps: int, labels, seeds=None) -> None:
+    """Add the finished runs under ``runs`` (when given) to ``records``; a run outside the table's rule (another
+    budget, row or seed) stops the script naming it."""
+    if not runs:
+        return
+    found = collect(Path(runs))
+    wrong = [k for k, r in found.items() if r["config"]["train"]["max_steps"] != steps or k[0] not in labels
+             or (seeds is not None and k[1] not in seeds)]
+    if wrong:
+        raise SystemExit(f"{runs}: runs outside this table's rule: {wrong}")
+    records.update(found)
 
 
 def check_or_write(text: str, records: dict, records_path: Path, out: Path, check: bool) -> int:

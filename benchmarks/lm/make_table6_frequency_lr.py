@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_table6_budget import check_or_write, one_sided  # noqa: E402
-from make_table6_seeds import collect, load_records, pair_rows  # noqa: E402
+from make_table6_budget import add_runs, check_or_write, one_sided  # noqa: E402
+from make_table6_seeds import load_records, pair_rows  # noqa: E402
 
 STEPS = 6_000
 SEEDS = (7, 8, 9)  # the rule's seeds
@@ -95,13 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path) if records_path.exists() else {}
-    if args.runs:
-        found = collect(Path(args.runs))
-        wrong = [k for k, r in found.items()
-                 if r["config"]["train"]["max_steps"] != STEPS or k[0] not in (VANILLA, ROW) or k[1] not in SEEDS]
-        if wrong:
-            raise SystemExit(f"{args.runs}: runs outside this table's rule: {wrong}")
-        records.update(found)
+    add_runs(records, args.runs, STEPS, (VANILLA, ROW), SEEDS)
     base = load_records(Path(args.base))
     return check_or_write(render(records, base, records_path, "runs/stop77/lm"), records, records_path,
                           Path(args.out), args.check)
