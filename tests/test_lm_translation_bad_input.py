@@ -444,7 +444,9 @@ def test_lm_train_interrupted_says_where_a_resume_starts_and_refuses_a_foreign_r
     monkeypatch.undo()
     other = tmp_path / "other"
     write(other / "results.jsonl", "not json\n")
-    with pytest.raises(ValueError, match="^" + re.escape(f"out_dir (--out) {other / 'results.jsonl'} is not a JSON-lines results file")):
+    # the run directory is what the user gave, so the message asks for another directory (stop 82)
+    with pytest.raises(ValueError, match="^" + re.escape(f"out_dir (--out) {other / 'results.jsonl'} is not a JSON-lines results file")
+                       + r".* — choose another directory$"):
         train_language_model(config_from_dict(TINY_RUN, LMConfig), tmp_path / "corpus", other, progress=False,
                              log=lambda m: None)
     assert (other / "results.jsonl").read_text() == "not json\n"

@@ -153,7 +153,7 @@ def check_text_output(path: str | Path, option: str, writing: str = "text") -> N
 
 
 def check_results_file(path: str | Path, option: str, *, read_first: bool = False,
-                       record: tuple[str, str] | None = None) -> None:
+                       record: tuple[str, str] | None = None, choose: str = "choose another file") -> None:
     """Before a command appends to the JSON-lines results file ``path``: fail at once unless it is missing, a
     device or pipe (the line goes there: ``/dev/null``, a process substitution), or a regular file whose first
     non-blank line is a JSON object (a record cut short by a crash counts). Any other file (a corpus, a
@@ -167,6 +167,9 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     ``record``: ``(key, what)``: the file's first record must hold ``key`` (``"event"``: the records of ``lm train`` and
     ``lm eval``), else it is another command's results file (``classify``'s, say), whose reader would then stop at
     the appended line; the error calls the expected records ``what``.
+
+    ``choose``: what the error tells the user to do; a command whose results file sits in a directory it was given
+    (``option`` names that directory) says ``"choose another directory"``.
     """
     path = Path(path)
     check_writable(path, option)
@@ -183,11 +186,11 @@ def check_results_file(path: str | Path, option: str, *, read_first: bool = Fals
     # a record cut short by a crash still counts
     if not (_is_json_object(first) or is_cut_record(first.decode("utf-8", "replace"))):
         raise ValueError(f"{option} {path} is not a JSON-lines results file (its first line is not a JSON object); "
-                         "results are appended one JSON object per line — choose another file")
+                         f"results are appended one JSON object per line — {choose}")
     if record is not None and _is_json_object(first) and record[0] not in json.loads(first):
         raise ValueError(f"{option} {path} holds another command's results (its first record has no {record[0]!r} "
                          f"key, which {record[1]} have); appending would break that command's reading of it — "
-                         "choose another file")
+                         f"{choose}")
 
 
 def _first_nonblank_line(path: Path) -> bytes:

@@ -304,7 +304,8 @@ def train_language_model(cfg: LMConfig, corpus_dir: str | Path, out_dir: str | P
         raise ValueError(f"stop_after (--stop-after) must be a positive number of steps, got {stop_after}")
     out_dir = Path(out_dir)
     check_writable(out_dir, OUT_DIR, directory=True)  # not at the first checkpoint, after minutes of training
-    check_results_file(Path(out_dir) / "results.jsonl", OUT_DIR, record=LM_RECORDS)  # records are appended to it: not to another file
+    check_results_file(Path(out_dir) / "results.jsonl", OUT_DIR, record=LM_RECORDS,
+                       choose="choose another directory")  # records are appended to it: not to another file
     device = device if isinstance(device, torch.device) else resolve_device(device)
     with run_directory_lock(out_dir, OUT_DIR, log):  # a second training in out_dir meanwhile is an error
         with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after

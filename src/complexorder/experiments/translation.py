@@ -430,7 +430,7 @@ def train_translation(config: TranslationConfig, run_dir: str | Path, data_dir: 
         TransformerSeq2Seq(config.model, PAD + 8, PAD + 8, pad_id=PAD)
     _check_settings(config)
     check_writable(run_dir, RUN_DIR, directory=True)
-    check_results_file(Path(run_dir) / "log.jsonl", RUN_DIR)  # the epochs' records are appended to it
+    check_results_file(Path(run_dir) / "log.jsonl", RUN_DIR, choose="choose another directory")  # the epochs' records are appended to it
     with run_directory_lock(run_dir, RUN_DIR, log):  # a second training in run_dir meanwhile is an error
         with torch.random.fork_rng(devices=generator_devices(device)):  # the caller's random state, restored after
             return _train_in_locked_directory(config, run_dir, data_dir, progress=progress, log=log, device=device)
