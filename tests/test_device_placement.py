@@ -79,15 +79,17 @@ def test_a_checkpoints_tied_tables_are_stored_once_when_copied_off_the_device(mo
     the tied Transformer-XL held it twice."""
     config = Seq2SeqConfig(variant="vanilla", d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
                            dim_feedforward=32, share_embeddings=True, tie_output=True)
-    models = [TransformerSeq2Seq(config, 40, 40), _xl(tie_weight=True)]
+    seq2seq = TransformerSeq2Seq(config, 40, 40)
+    # since stop 82 the shared translation table is registered once: its state dict names it once
+    assert not [k for k in seq2seq.state_dict() if k.startswith("tgt_embedding.")]
     _copying_cpu(monkeypatch)
-    for model in models:
+    for model in (seq2seq, _xl(tie_weight=True)):
         state = cpu_state_dict(model)
         shared = {}
         for key, tensor in model.state_dict(keep_vars=True).items():
             shared.setdefault(id(tensor), []).append(key)
         tied = [keys for keys in shared.values() if len(keys) > 1]
-        assert tied, "the model ties no table"
+        assert tied or model is seq2seq, "the model ties no table"
         for keys in tied:
             assert len({state[k].untyped_storage().data_ptr() for k in keys}) == 1, keys
         for key, tensor in model.state_dict().items():  # the values, and a copy of each (not the model's own tensor)

@@ -125,7 +125,7 @@ def test_a_translation_checkpoint_of_nan_or_infinite_weights_is_refused_naming_i
     save_translator(good, model, tokenizer, config)
     save_translator(bad, model, tokenizer, config, **{"src_embedding.amplitude": math.nan})
     save_translator(worse, model, tokenizer, config, **{"src_embedding.amplitude": math.inf,
-                                                        "tgt_embedding.amplitude": math.nan})
+                                                        "src_embedding.frequency": math.nan})
     message = f"checkpoint {bad}: its weights hold NaN or infinite values (src_embedding.amplitude); a training that " \
               "diverged?"
     with pytest.raises(ValueError, match=exactly(message)):
@@ -442,3 +442,25 @@ def test_the_search_functions_take_numpy_and_one_element_tensor_settings_as_befo
                        max_len_a=torch.tensor(1.5), max_len_b=torch.tensor(3)) == plain
     assert greedy_search(model, src, max_len_a=np.float64(1.5), max_len_b=np.int32(3)) == \
         greedy_search(model, src, max_len_a=1.5, max_len_b=3)
+
+
+def test_checkpoints_from_before_and_after_the_shared_table_was_stored_once_load_and_average(tmp_path):
+    """Since stop 82 a shared embedding table is stored once (src_embedding.*); checkpoints written before held it
+    under tgt_embedding.* as well. Both load, and `translate average` takes one of each (a run resumed across the
+    change): its sums were keyed by the first checkpoint's names, a KeyError at the other's."""
+    model, tokenizer, config = tiny_translator()
+    new, old, avg = tmp_path / "new.pt", tmp_path / "old.pt", tmp_path / "avg.pt"
+    state = {k: v.clone() for k, v in model.state_dict().items() if not k.startswith("tgt_embedding.")}
+    save_checkpoint(new, "translation", state, config_to_dict(config), tokenizer=tokenizer.state(),
+                    vocab_size=tokenizer.vocab_size, parameters=1)
+    state["src_embedding.amplitude"] += 1.0
+    state.update({k.replace("src_embedding.", "tgt_embedding.", 1): v.clone() for k, v in list(state.items())
+                  if k.startswith("src_embedding.")})
+    save_checkpoint(old, "translation", state, config_to_dict(config), tokenizer=tokenizer.state(),
+                    vocab_size=tokenizer.vocab_size, parameters=1)
+    loaded, _, _ = load_translator(old)
+    torch.testing.assert_close(loaded.src_embedding.amplitude, model.src_embedding.amplitude + 1.0)
+    average_checkpoints([new, old], avg)
+    averaged, _, _ = load_translator(avg)
+    torch.testing.assert_close(averaged.src_embedding.amplitude, model.src_embedding.amplitude + 0.5)
+    assert averaged.tgt_embedding is averaged.src_embedding

@@ -702,7 +702,12 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     first = load_checkpoint(paths[0], CHECKPOINT_KIND)
     check_finite_weights(paths[0], first["model_state"])  # NaN would spread into every averaged weight
     first_config = full_config(first, paths[0])
-    sums = {k: v.double().clone() for k, v in first["model_state"].items()}
+    shared = bool(first_config["model"]["share_embeddings"])
+
+    def model_state(ck: dict) -> dict:  # checkpoints before stop 82 also held a shared table as tgt_embedding.*
+        return {k: v for k, v in ck["model_state"].items() if not (shared and k.startswith("tgt_embedding."))}
+
+    sums = {k: v.double().clone() for k, v in model_state(first).items()}
     for path in paths[1:]:
         ck = load_checkpoint(path, CHECKPOINT_KIND)
         check_finite_weights(path, ck["model_state"])
@@ -712,7 +717,7 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
             raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({'; '.join(diffs)})")
         if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):
             raise ValueError(f"cannot average {paths[0]} and {path}: their tokenizers differ (trained on other data)")
-        for k, v in ck["model_state"].items():
+        for k, v in model_state(ck).items():
             sums[k] += v.double()
     state = {k: (v / len(paths)).to(first["model_state"][k].dtype) for k, v in sums.items()}
     extra = {k: first[k] for k in ("tokenizer", "vocab_size", "parameters")}

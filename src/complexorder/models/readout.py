@@ -68,6 +68,8 @@ def padding_mask(tokens: Tensor, embedding: nn.Module) -> Tensor:
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     """Mean over dim 1 of ``x [B, L, D]`` (real or complex) at the True positions of ``mask [B, L]``."""
+    if x.dtype == torch.complex32:  # no CPU kernel sums complex32 (`.half()` models): sum in complex64, cast back
+        return masked_mean(x.to(torch.complex64), mask).to(x.dtype)
     weights = mask.to(x.real.dtype).unsqueeze(-1)
     return (x * weights).sum(1) / weights.sum(1).clamp_min(1.0)
 

@@ -351,11 +351,16 @@ class TransformerSeq2Seq(nn.Module):
             options["phase_dropout"] = config.phase_dropout
         name = _EMBEDDING_OF[config.variant]
         self.src_embedding = build_embedding(name, src_vocab_size, d, padding_idx=pad_id, **options)
-        self.tgt_embedding = (self.src_embedding if config.share_embeddings
-                              else build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
-        if config.share_embeddings:  # one table under two names: a state dict of two tables loaded the target's
-            self.register_load_state_dict_pre_hook(refuse_untied_state(  # into both, without a word
-                "src_embedding.", "tgt_embedding.", "build this one with share_embeddings=False"))
+        if config.share_embeddings:
+            # One table, registered once: `tgt_embedding` is then a property returning `src_embedding`. A module
+            # registered under two names is left rebound to the passed tensors after torch.func.functional_call
+            # (PyTorch restores its aliases in the order it swapped them). A state dict with `tgt_embedding.*` keys
+            # (written before stop 82, or by an untied model) is checked: equal to the source table, they are
+            # dropped; different, it is an error (PyTorch loaded the target's into both, without a word).
+            self.register_load_state_dict_pre_hook(refuse_untied_state(
+                "src_embedding.", "tgt_embedding.", "build this one with share_embeddings=False", drop_second=True))
+        else:
+            self.add_module("tgt_embedding", build_embedding(name, tgt_vocab_size, d, padding_idx=pad_id, **options))
         self.embed_scale = math.sqrt(d) if config.scale_embedding else 1.0
         self.embed_dropout = ComplexDropout(config.dropout) if self.is_complex else nn.Dropout(config.dropout)
         # A complex embedding read by the real network arrives as [Re f, Im f]: 2 * d real features.
@@ -383,11 +388,43 @@ class TransformerSeq2Seq(nn.Module):
         else:
             self.output = nn.Linear(readout, tgt_vocab_size)
             self.register_parameter("output_bias", None)
-        self.reset_parameters()
+        self._reset_embeddings_and_output()
+
+    @property
+    def tgt_embedding(self) -> nn.Module:
+        """The target side's embedding: ``src_embedding`` itself when ``config.share_embeddings``."""
+        if self.config.share_embeddings:
+            return self.src_embedding
+        module = self._modules.get("tgt_embedding")
+        if module is None:  # while the constructor registers it (add_module asks hasattr first)
+            raise AttributeError("tgt_embedding")
+        return module
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        """Re-initialise the embeddings and the output projection (the layers initialise themselves)."""
+        """Draw every parameter afresh, from the distributions the constructor draws it from: each sub-layer by its own
+        initialisation, its parts before it (torch's attention zeroes its output projection's bias after that
+        projection's own draw), then the embeddings and the output projection as the constructor does. A model built
+        on the meta device is ready after ``to_empty(device=...)`` and this call. (The constructor itself draws only
+        the last part: its layers initialise themselves, and the same seed gives the same model as before stop 82.)"""
+        seen: set[int] = set()
+
+        def reset_below(module: nn.Module) -> None:
+            for child in module.children():
+                if id(child) in seen:
+                    continue
+                seen.add(id(child))
+                reset_below(child)
+                if isinstance(child, nn.MultiheadAttention):
+                    child._reset_parameters()
+                elif hasattr(child, "reset_parameters"):
+                    cast(Any, child).reset_parameters()
+
+        reset_below(self)
+        self._reset_embeddings_and_output()
+
+    @torch.no_grad()
+    def _reset_embeddings_and_output(self) -> None:
         emb: Any  # an embedding of build_embedding: reset_parameters, amplitude or weight
         for emb in {id(e): e for e in (self.src_embedding, self.tgt_embedding)}.values():
             emb.reset_parameters()

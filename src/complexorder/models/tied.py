@@ -10,20 +10,37 @@ from torch import Tensor
 __all__ = ["refuse_untied_state"]
 
 
-def refuse_untied_state(first: str, second: str, fix: str) -> Callable[..., None]:
+def refuse_untied_state(first: str, second: str, fix: str, *, drop_second: bool = False) -> Callable[..., None]:
     """A ``register_load_state_dict_pre_hook`` hook for a module in which ``first`` and ``second`` (key prefixes, such
     as ``"src_embedding."`` and ``"tgt_embedding."``) name one shared tensor: a state dict holding two different
     tensors there (written by an untied model) is an error collected by ``load_state_dict``. PyTorch loads both names
-    into the one tensor, the second overwriting the first, without a word. ``fix`` ends the message."""
-    def hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs) -> None:
+    into the one tensor, the second overwriting the first, without a word. ``fix`` ends the message.
+
+    ``drop_second=True``: the module registers the shared tensor under ``first`` only, so the ``second`` keys of a
+    state dict that has them (written when both names were registered) are checked and then removed, not reported
+    as unexpected. The hook is an object of a module-level class, so the module still pickles (``torch.save(model)``).
+    """
+    return _RefuseUntiedState(first, second, fix, drop_second)
+
+
+class _RefuseUntiedState:
+    def __init__(self, first: str, second: str, fix: str, drop_second: bool = False) -> None:
+        self.first, self.second, self.fix, self.drop_second = first, second, fix, drop_second
+
+    def __call__(self, module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs) -> None:
+        twins = []
         for key, value in state_dict.items():
-            if not key.startswith(prefix + first):
+            if not key.startswith(prefix + self.first):
                 continue
-            twin = prefix + second + key[len(prefix + first):]
+            twin = prefix + self.second + key[len(prefix + self.first):]
             other = state_dict.get(twin)
             if isinstance(other, Tensor) and not (other.shape == value.shape and torch.equal(other, value)):
                 error_msgs.append(f"{key} and {twin} differ, but this model holds one tensor for both: the state dict "
-                                  f"is of an untied model; {fix}")
+                                  f"is of an untied model; {self.fix}")
                 return
-
-    return hook
+            if twin in state_dict:
+                twins.append(twin)
+        if self.drop_second:
+            for twin in twins:
+                del state_dict[twin]
