@@ -122,3 +122,22 @@ def test_half_precision_mean_pooling_classifiers_run(cls, kw):
     half = model.half()(tokens)
     assert half.dtype == torch.float16
     torch.testing.assert_close(half.float(), full, rtol=0, atol=2e-3)
+
+
+def test_an_untied_state_dict_into_a_shared_table_is_named_first_and_assigning_the_target_table_is_refused():
+    """The pre-hook kept the twins after reporting them, so PyTorch's "Unexpected key(s)" line came first, and
+    load_translator (which shows the first line) lost the reason (found in review, stop 82)."""
+    shared, untied = seq2seq(), seq2seq(share_embeddings=False)
+    with pytest.raises(RuntimeError) as info:
+        shared.load_state_dict(untied.state_dict())
+    lines = str(info.value).splitlines()
+    assert lines[1].strip() == ("src_embedding.amplitude and tgt_embedding.amplitude differ, but this model holds one "
+                                "tensor for both: the state dict is of an untied model; build this one with "
+                                "share_embeddings=False")
+    assert len(lines) == 2
+    with pytest.raises(AttributeError, match=r"^tgt_embedding is src_embedding when model.share_embeddings is true: "
+                                             r"assign src_embedding, or build the model with share_embeddings=False$"):
+        shared.tgt_embedding = untied.tgt_embedding
+    assert "tgt_embedding" not in dict(shared.named_children())
+    untied.tgt_embedding = shared.src_embedding  # an untied model's target table may be replaced
+    assert untied.tgt_embedding is shared.src_embedding

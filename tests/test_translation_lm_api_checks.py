@@ -464,3 +464,12 @@ def test_checkpoints_from_before_and_after_the_shared_table_was_stored_once_load
     averaged, _, _ = load_translator(avg)
     torch.testing.assert_close(averaged.src_embedding.amplitude, model.src_embedding.amplitude + 0.5)
     assert averaged.tgt_embedding is averaged.src_embedding
+
+    # a checkpoint whose config shares the table but whose two tables differ is refused, not averaged half-way
+    state["tgt_embedding.amplitude"] = state["tgt_embedding.amplitude"] + 1.0
+    save_checkpoint(old, "translation", state, config_to_dict(config), tokenizer=tokenizer.state(),
+                    vocab_size=tokenizer.vocab_size, parameters=1)
+    with pytest.raises(ValueError, match=exactly(f"checkpoint {old}: tgt_embedding.amplitude and src_embedding."
+                                                 "amplitude differ, but its config shares one table "
+                                                 "(model.share_embeddings); it was not written by this run's model")):
+        average_checkpoints([new, old], tmp_path / "avg2.pt")

@@ -704,10 +704,17 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     first_config = full_config(first, paths[0])
     shared = bool(first_config["model"]["share_embeddings"])
 
-    def model_state(ck: dict) -> dict:  # checkpoints before stop 82 also held a shared table as tgt_embedding.*
-        return {k: v for k, v in ck["model_state"].items() if not (shared and k.startswith("tgt_embedding."))}
+    def model_state(ck: dict, path) -> dict:  # checkpoints before stop 82 also held a shared table as tgt_embedding.*
+        state = ck["model_state"]
+        for k, v in state.items():
+            twin = "src_embedding." + k[len("tgt_embedding."):]
+            if shared and k.startswith("tgt_embedding.") and not (
+                    twin in state and state[twin].shape == v.shape and torch.equal(state[twin], v)):
+                raise ValueError(f"checkpoint {path}: {k} and {twin} differ, but its config shares one table "
+                                 "(model.share_embeddings); it was not written by this run's model")
+        return {k: v for k, v in state.items() if not (shared and k.startswith("tgt_embedding."))}
 
-    sums = {k: v.double().clone() for k, v in model_state(first).items()}
+    sums = {k: v.double().clone() for k, v in model_state(first, paths[0]).items()}
     for path in paths[1:]:
         ck = load_checkpoint(path, CHECKPOINT_KIND)
         check_finite_weights(path, ck["model_state"])
@@ -717,7 +724,7 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
             raise ValueError(f"cannot average {paths[0]} and {path}: different configs ({'; '.join(diffs)})")
         if not _same_tokenizer(first["tokenizer"], ck["tokenizer"]):
             raise ValueError(f"cannot average {paths[0]} and {path}: their tokenizers differ (trained on other data)")
-        for k, v in model_state(ck).items():
+        for k, v in model_state(ck, path).items():
             sums[k] += v.double()
     state = {k: (v / len(paths)).to(first["model_state"][k].dtype) for k, v in sums.items()}
     extra = {k: first[k] for k in ("tokenizer", "vocab_size", "parameters")}

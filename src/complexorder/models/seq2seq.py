@@ -390,6 +390,13 @@ class TransformerSeq2Seq(nn.Module):
             self.register_parameter("output_bias", None)
         self._reset_embeddings_and_output()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "tgt_embedding" and "config" in self.__dict__ and self.config.share_embeddings:
+            # nn.Module would register it beside the property, which would go on returning src_embedding
+            raise AttributeError("tgt_embedding is src_embedding when model.share_embeddings is true: assign "
+                                 "src_embedding, or build the model with share_embeddings=False")
+        super().__setattr__(name, value)
+
     @property
     def tgt_embedding(self) -> nn.Module:
         """The target side's embedding: ``src_embedding`` itself when ``config.share_embeddings``."""

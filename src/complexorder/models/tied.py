@@ -29,18 +29,20 @@ class _RefuseUntiedState:
 
     def __call__(self, module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs) -> None:
-        twins = []
+        twins, reported = [], False
         for key, value in state_dict.items():
             if not key.startswith(prefix + self.first):
                 continue
             twin = prefix + self.second + key[len(prefix + self.first):]
-            other = state_dict.get(twin)
-            if isinstance(other, Tensor) and not (other.shape == value.shape and torch.equal(other, value)):
+            if twin not in state_dict:
+                continue
+            twins.append(twin)
+            other = state_dict[twin]
+            if not reported and isinstance(other, Tensor) and not (other.shape == value.shape
+                                                                   and torch.equal(other, value)):
                 error_msgs.append(f"{key} and {twin} differ, but this model holds one tensor for both: the state dict "
                                   f"is of an untied model; {self.fix}")
-                return
-            if twin in state_dict:
-                twins.append(twin)
-        if self.drop_second:
+                reported = True  # the first pair that differs is named
+        if self.drop_second:  # after an error too: the twins are not "unexpected keys", their difference is the news
             for twin in twins:
                 del state_dict[twin]
