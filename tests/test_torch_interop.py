@@ -141,3 +141,14 @@ def test_an_untied_state_dict_into_a_shared_table_is_named_first_and_assigning_t
     assert "tgt_embedding" not in dict(shared.named_children())
     untied.tgt_embedding = shared.src_embedding  # an untied model's target table may be replaced
     assert untied.tgt_embedding is shared.src_embedding
+
+
+def test_a_partial_state_dict_of_the_target_table_alone_loads_into_the_shared_table():
+    """strict=False with tgt_embedding.* keys alone loaded them into the shared table while it had two names; once
+    registered once, they were only returned as unexpected keys (found in review, stop 82)."""
+    s2s, donor = seq2seq(), seq2seq(share_embeddings=False)
+    part = {k: v for k, v in donor.state_dict().items() if k.startswith("tgt_embedding.")}
+    result = s2s.load_state_dict(part, strict=False)
+    assert result.unexpected_keys == [] and "src_embedding.amplitude" not in result.missing_keys
+    torch.testing.assert_close(s2s.src_embedding.amplitude, donor.tgt_embedding.amplitude, rtol=0, atol=0)
+    assert set(part) == {"tgt_embedding.amplitude", "tgt_embedding.frequency"}  # the caller's dict is unchanged

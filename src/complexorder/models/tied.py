@@ -18,7 +18,7 @@ def refuse_untied_state(first: str, second: str, fix: str, *, drop_second: bool 
 
     ``drop_second=True``: the module registers the shared tensor under ``first`` only, so the ``second`` keys of a
     state dict that has them (written when both names were registered) are checked and then removed, not reported
-    as unexpected. The hook is an object of a module-level class, so the module still pickles (``torch.save(model)``).
+    as unexpected; a ``second`` key without its ``first`` twin is loaded under the ``first`` name. The hook is an object of a module-level class, so the module still pickles (``torch.save(model)``).
     """
     return _RefuseUntiedState(first, second, fix, drop_second)
 
@@ -46,3 +46,6 @@ class _RefuseUntiedState:
         if self.drop_second:  # after an error too: the twins are not "unexpected keys", their difference is the news
             for twin in twins:
                 del state_dict[twin]
+            alone = [k for k in state_dict if k.startswith(prefix + self.second)]  # no first-name twin: a partial
+            for key in alone:  # state dict of the target side alone loads into the one table, as it did before
+                state_dict[prefix + self.first + key[len(prefix + self.second):]] = state_dict.pop(key)
