@@ -74,7 +74,8 @@ def test_table6_seeds_is_what_its_script_renders_from_the_committed_records(monk
 
 @pytest.mark.parametrize("name, runs", [("budget", "runs/stop76/lm"),  # stop 76
                                         ("frequency_lr", "runs/stop77/lm"),  # stop 77
-                                        ("initial_phase", "runs/stop81/lm")])  # stop 81
+                                        ("initial_phase", "runs/stop81/lm"),  # stop 81
+                                        ("initial_phase_confirm", "runs/stop82/lm")])  # stop 82
 def test_table6_screens_are_what_their_scripts_render_from_the_committed_records(name, runs, monkeypatch):
     """table6_NAME.md and its records: `make_table6_NAME.py --runs RUNS --check` with the command the file states
     (the run directories are not committed: the script renders from the records alone where they are missing)."""
