@@ -91,32 +91,21 @@ def render(records: dict, base: dict, records_path: Path, runs: str) -> str:
     if missing:
         lines.append(f"- Unfinished by the rule's cap (00:30 UTC): seed(s) {', '.join(map(str, missing))}; not "
                      "extrapolated.")
-    lines += [
-        "", "## Commands", "",
+    lines += commands_section(
         "Run from the repository root; `runs/stop76/lm/lm.sh` (not committed) ran these, lanes A (vanilla 3, "
-        "complex-order 4, vanilla 5) and B (complex-order 3, vanilla 4, complex-order 5) at once:", "",
-        "```",
-        f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out {runs}/E-12k-sS "
-        f"--embedding E --set train.seed=S --set train.max_steps={STEPS} --no-progress   # complex-order: also --set "
-        "model.frequency_init=zeros",
-        f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {runs}/E-12k-sS/best.pt --corpus {runs}/corpus "
-        f"--no-progress --tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results "
-        f"{runs}/eval_train_lengths.jsonl",
-        f"python benchmarks/lm/make_table6_budget.py --runs {runs}",
-        "```", "",
-        f"Records (one line per run, from which this file re-renders): `{records_path.as_posix()}`.", "",
-    ]
+        "complex-order 4, vanilla 5) and B (complex-order 3, vanilla 4, complex-order 5) at once:", [
+            f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus",
+            f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
+            f"{runs}/E-12k-sS --embedding E --set train.seed=S --set train.max_steps={STEPS} --no-progress   # "
+            "complex-order: also --set model.frequency_init=zeros",
+            eval_command(f"{runs}/E-12k-sS/best.pt", f"{runs}/corpus", runs),
+            f"python benchmarks/lm/make_table6_budget.py --runs {runs}"], records_path)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", help="run directory of the stop-76 runs (default: render from --records alone)")
-    ap.add_argument("--records", default="benchmarks/results/table6_budget.jsonl")
+    ap = screen_parser(__doc__, "budget", 76)
     ap.add_argument("--base", default="benchmarks/results/table6_seeds.jsonl", help="the 6,000-step records")
-    ap.add_argument("--out", default="benchmarks/results/table6_budget.md")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out or --records would change")
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path)
@@ -137,6 +126,29 @@ def add_runs(records: dict, runs: str | None, steps: int, labels, seeds=None) ->
     if wrong:
         raise SystemExit(f"{runs}: runs outside this table's rule: {wrong}")
     records.update(found)
+
+
+def screen_parser(doc: str, name: str, stop: int) -> argparse.ArgumentParser:
+    """The options every Table 6 screen script takes: ``--runs``, ``--records``, ``--out`` (defaults
+    ``benchmarks/results/table6_NAME.jsonl`` / ``.md``) and ``--check``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--runs", help=f"run directory of the stop-{stop} runs (default: render from --records alone)")
+    ap.add_argument("--records", default=f"benchmarks/results/table6_{name}.jsonl")
+    ap.add_argument("--out", default=f"benchmarks/results/table6_{name}.md")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out or --records would change")
+    return ap
+
+
+def eval_command(checkpoint: str, corpus: str, runs: str) -> str:
+    """The ``lm eval`` command of every screen: the training lengths (64/64), records appended to RUNS."""
+    return (f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {checkpoint} --corpus {corpus} --no-progress "
+            f"--tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results {runs}/eval_train_lengths.jsonl")
+
+
+def commands_section(intro: str, commands: list[str], records_path: Path) -> list[str]:
+    """A screen's closing "## Commands" lines: ``intro``, the ``commands`` in a code block, the records file."""
+    return ["", "## Commands", "", intro, "", "```", *commands, "```", "",
+            f"Records (one line per run, from which this file re-renders): `{records_path.as_posix()}`.", ""]
 
 
 def check_or_write(text: str, records: dict, records_path: Path, out: Path, check: bool) -> int:

@@ -12,13 +12,13 @@ Usage (from the repository root): ``python benchmarks/lm/make_table6_frequency_l
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_table6_budget import add_runs, check_or_write, one_sided  # noqa: E402
+from make_table6_budget import (add_runs, check_or_write, commands_section, eval_command,  # noqa: E402
+                                one_sided, screen_parser)
 from make_table6_seeds import load_records, pair_rows  # noqa: E402
 
 STEPS = 6_000
@@ -38,13 +38,9 @@ def render(records: dict, base: dict, records_path: Path, runs: str) -> str:
         "run's `best.pt` at the training lengths (64/64), on the proxy corpus (4,819,465 characters). Two trainings at a "
         "time, one thread each, on a 2-core AMD EPYC without AVX-512. The rule and everything reported were fixed "
         "before any run: `benchmarks/lm/table6_frequency_lr_rule.md`.", "",
-        "| seed | vanilla valid | vanilla **test** | complex-order, frequency lr ×0.1 valid | … **test** | "
-        "difference (test) | training time (vanilla / complex-order) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rows, diffs = pair_rows(records, seeds, VANILLA, ROW)
+    rows, diffs = pair_rows(records, seeds, VANILLA, ROW, "complex-order, frequency lr ×0.1")
     lines += rows
-    lines.append("")
     if seeds:
         n_below = sum(d < 0 for d in diffs)
         lines.append(f"- Over seeds {', '.join(map(str, seeds))}: complex-order − vanilla = "
@@ -66,32 +62,21 @@ def render(records: dict, base: dict, records_path: Path, runs: str) -> str:
     if missing:
         lines.append(f"- Unfinished by the rule's cap (03:25 UTC): seed(s) {', '.join(map(str, missing))}; not "
                      "extrapolated.")
-    lines += [
-        "", "## Commands", "",
-        f"Run from the repository root; `{runs}/lm.sh` (not committed) ran these, lanes A (vanilla 7, complex-order 8, "
-        "vanilla 9) and B (complex-order 7, vanilla 8, complex-order 9) at once, on stop 76's corpus:", "",
-        "```",
-        "complexorder lm build-corpus --source-dir ../shared/data --out runs/stop76/lm/corpus",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus runs/stop76/lm/corpus --out {runs}/E-sS "
-        "--embedding E --set train.seed=S --no-progress   # complex-order: also --set model.frequency_init=zeros "
-        "--set train.frequency_lr_scale=0.1 (run folder complex-order-flr0.1-sS)",
-        f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {runs}/E-sS/best.pt --corpus runs/stop76/lm/corpus "
-        f"--no-progress --tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results "
-        f"{runs}/eval_train_lengths.jsonl",
-        f"python benchmarks/lm/make_table6_frequency_lr.py --runs {runs}",
-        "```", "",
-        f"Records (one line per run, from which this file re-renders): `{records_path.as_posix()}`.", "",
-    ]
+    lines += commands_section(
+        f"Run from the repository root; `{runs}/lm.sh` (not committed) ran these, lanes A (vanilla 7, complex-order "
+        "8, vanilla 9) and B (complex-order 7, vanilla 8, complex-order 9) at once, on stop 76's corpus:", [
+            "complexorder lm build-corpus --source-dir ../shared/data --out runs/stop76/lm/corpus",
+            f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus runs/stop76/lm/corpus --out "
+            f"{runs}/E-sS --embedding E --set train.seed=S --no-progress   # complex-order: also --set "
+            "model.frequency_init=zeros --set train.frequency_lr_scale=0.1 (run folder complex-order-flr0.1-sS)",
+            eval_command(f"{runs}/E-sS/best.pt", "runs/stop76/lm/corpus", runs),
+            f"python benchmarks/lm/make_table6_frequency_lr.py --runs {runs}"], records_path)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", help="run directory of the stop-77 runs (default: render from --records alone)")
-    ap.add_argument("--records", default="benchmarks/results/table6_frequency_lr.jsonl")
+    ap = screen_parser(__doc__, "frequency_lr", 77)
     ap.add_argument("--base", default="benchmarks/results/table6_seeds.jsonl", help="stop 28's records (seeds 2-6)")
-    ap.add_argument("--out", default="benchmarks/results/table6_frequency_lr.md")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out or --records would change")
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path) if records_path.exists() else {}

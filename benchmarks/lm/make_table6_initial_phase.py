@@ -11,19 +11,31 @@ Usage (from the repository root): ``python benchmarks/lm/make_table6_initial_pha
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_table6_budget import add_runs, check_or_write, one_sided  # noqa: E402
+from make_table6_budget import (add_runs, check_or_write, commands_section, eval_command,  # noqa: E402
+                                one_sided, screen_parser)
 from make_table6_seeds import load_records, pair_rows  # noqa: E402
 
 STEPS = 6_000
 SEEDS = (11, 12, 13)  # the rule's seeds
 VANILLA, ROW = "vanilla", "complex-order, initial phases"
 
+
+
+def train_commands(runs: str) -> list[str]:
+    """The corpus and the vanilla and complex-order-with-initial-phases trainings (the confirmation, stop 82,
+    ran the same)."""
+    return [
+        f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus",
+        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out {runs}/vanilla-sS "
+        "--embedding vanilla --set train.seed=S --no-progress",
+        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
+        f"{runs}/complex-order-theta-sS --embedding complex-order --set model.frequency_init=zeros --set "
+        "model.initial_phase=true --set train.seed=S --no-progress"]
 
 def render(records: dict, records_path: Path, runs: str) -> str:
     seeds = [s for s in SEEDS if (VANILLA, s) in records and (ROW, s) in records]
@@ -39,13 +51,9 @@ def render(records: dict, records_path: Path, runs: str) -> str:
         "Test and valid BPC of each run's `best.pt` at the training lengths (64/64), on the proxy corpus (4,819,465 "
         "characters). Two trainings at a time, one thread each, on a 2-core AMD EPYC. The rule and everything reported "
         "were fixed before any run: `benchmarks/lm/table6_initial_phase_rule.md`.", "",
-        "| seed | vanilla valid | vanilla **test** | complex-order, initial phases valid | … **test** | "
-        "difference (test) | training time (vanilla / complex-order) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rows, diffs = pair_rows(records, seeds, VANILLA, ROW)
+    rows, diffs = pair_rows(records, seeds, VANILLA, ROW, "complex-order, initial phases")
     lines += rows
-    lines.append("")
     if seeds:
         n_below = sum(d < 0 for d in diffs)
         below, above = one_sided(diffs)
@@ -62,33 +70,17 @@ def render(records: dict, records_path: Path, runs: str) -> str:
     if missing:
         lines.append(f"- Unfinished by the rule's cap (14:05 UTC): seed(s) {', '.join(map(str, missing))}; not "
                      "extrapolated.")
-    lines += [
-        "", "## Commands", "",
-        f"Run from the repository root; `{runs}/lane.sh` (not committed) ran these, lanes A (vanilla 11, complex-order "
-        "12, vanilla 13) and B (complex-order 11, vanilla 12, complex-order 13) at once:", "",
-        "```",
-        f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out {runs}/vanilla-sS "
-        "--embedding vanilla --set train.seed=S --no-progress",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
-        f"{runs}/complex-order-theta-sS --embedding complex-order --set model.frequency_init=zeros --set "
-        "model.initial_phase=true --set train.seed=S --no-progress",
-        f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {runs}/RUN/best.pt --corpus {runs}/corpus "
-        f"--no-progress --tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results "
-        f"{runs}/eval_train_lengths.jsonl",
-        f"python benchmarks/lm/make_table6_initial_phase.py --runs {runs}",
-        "```", "",
-        f"Records (one line per run, from which this file re-renders): `{records_path.as_posix()}`.", "",
-    ]
+    lines += commands_section(
+        f"Run from the repository root; `{runs}/lane.sh` (not committed) ran these, lanes A (vanilla 11, "
+        "complex-order 12, vanilla 13) and B (complex-order 11, vanilla 12, complex-order 13) at once:",
+        train_commands(runs) + [
+            eval_command(f"{runs}/RUN/best.pt", f"{runs}/corpus", runs),
+            f"python benchmarks/lm/make_table6_initial_phase.py --runs {runs}"], records_path)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", help="run directory of the stop-81 runs (default: render from --records alone)")
-    ap.add_argument("--records", default="benchmarks/results/table6_initial_phase.jsonl")
-    ap.add_argument("--out", default="benchmarks/results/table6_initial_phase.md")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out or --records would change")
+    ap = screen_parser(__doc__, "initial_phase", 81)
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path) if records_path.exists() else {}

@@ -13,7 +13,6 @@ runs/stop82/lm]``; ``--check`` writes nothing and exits 1 if the committed files
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -21,7 +20,9 @@ from pathlib import Path
 from scipy.stats import ttest_rel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_table6_budget import add_runs, check_or_write, one_sided  # noqa: E402
+from make_table6_budget import (add_runs, check_or_write, commands_section, eval_command,  # noqa: E402
+                                one_sided, screen_parser)
+from make_table6_initial_phase import train_commands  # noqa: E402
 from make_table6_seeds import load_records, pair_rows  # noqa: E402
 
 STEPS = 6_000
@@ -49,18 +50,15 @@ def render(records: dict, screen: dict, records_path: Path, runs: str) -> str:
         "Test and valid BPC of each run's `best.pt` at the training lengths (64/64), on the proxy corpus (4,819,465 "
         "characters). Two trainings at a time, one thread each, on a 2-core AMD EPYC. The rule and everything "
         "reported were fixed before any run: `benchmarks/lm/table6_initial_phase_confirm_rule.md`.", "",
-        "| seed | vanilla valid | vanilla **test** | complex-order, initial phases valid | … **test** | "
-        "difference (test) | training time (vanilla / complex-order) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rows, diffs = pair_rows(records, seeds, VANILLA, ROW)
+    rows, diffs = pair_rows(records, seeds, VANILLA, ROW, "complex-order, initial phases")
     lines += rows
-    lines.append("")
     if seeds:
         n_below = sum(d < 0 for d in diffs)
         below, above = one_sided(diffs)
         spread = f" ± {statistics.stdev(diffs):.4f} (sd)" if len(diffs) > 1 else ""
-        t_p = f"{ttest_rel([records[(ROW, s)]['test_bpc'] for s in seeds], [records[(VANILLA, s)]['test_bpc'] for s in seeds], alternative='less').pvalue:.3g}" if len(diffs) > 1 else "—"  # noqa: E501
+        test_bpc = {label: [records[(label, s)]["test_bpc"] for s in seeds] for label in (ROW, VANILLA)}
+        t_p = f"{ttest_rel(test_bpc[ROW], test_bpc[VANILLA], alternative='less').pvalue:.3g}" if len(diffs) > 1 else "—"
         lines.append(f"- Over seeds {', '.join(map(str, seeds))}: complex-order − vanilla = "
                      f"**{statistics.fmean(diffs):+.4f}**{spread} test BPC (mean), below vanilla on {n_below} of "
                      f"{len(seeds)} (one-sided Wilcoxon p below / above: {below} / {above}; one-sided paired t-test "
@@ -96,36 +94,20 @@ def render(records: dict, screen: dict, records_path: Path, runs: str) -> str:
     unrun = [s for s in CV_SEEDS if s not in cv_seeds]
     if unrun:
         lines += [""] * bool(cv_seeds) + [f"- Not finished by the rule's cap ({CAP}): seed(s) {', '.join(map(str, unrun))}."]
-    lines += [
-        "", "## Commands", "",
+    lines += commands_section(
         f"Run from the repository root; `{runs}/lane.sh` (not committed) ran these, lanes A (vanilla 14, "
         "complex-order 15, vanilla 16, complex-order 17, vanilla 18, complex-vanilla 14) and B (complex-order 14, "
-        "vanilla 15, complex-order 16, vanilla 17, complex-order 18, complex-vanilla 15) at once:", "",
-        "```",
-        f"complexorder lm build-corpus --source-dir ../shared/data --out {runs}/corpus",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out {runs}/vanilla-sS "
-        "--embedding vanilla --set train.seed=S --no-progress",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
-        f"{runs}/complex-order-theta-sS --embedding complex-order --set model.frequency_init=zeros --set "
-        "model.initial_phase=true --set train.seed=S --no-progress",
-        f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
-        f"{runs}/complex-vanilla-sS --embedding complex-vanilla --set train.seed=S --no-progress",
-        f"OMP_NUM_THREADS=1 complexorder lm eval --checkpoint {runs}/RUN/best.pt --corpus {runs}/corpus "
-        f"--no-progress --tgt-len 64 --mem-len 64 --clamp-len -1 --no-same-length --results "
-        f"{runs}/eval_train_lengths.jsonl",
-        f"python benchmarks/lm/make_table6_initial_phase_confirm.py --runs {runs}",
-        "```", "",
-        f"Records (one line per run, from which this file re-renders): `{records_path.as_posix()}`.", "",
-    ]
+        "vanilla 15, complex-order 16, vanilla 17, complex-order 18, complex-vanilla 15) at once:",
+        train_commands(runs) + [
+            f"OMP_NUM_THREADS=1 complexorder lm train --config proxy_cpu --corpus {runs}/corpus --out "
+            f"{runs}/complex-vanilla-sS --embedding complex-vanilla --set train.seed=S --no-progress",
+            eval_command(f"{runs}/RUN/best.pt", f"{runs}/corpus", runs),
+            f"python benchmarks/lm/make_table6_initial_phase_confirm.py --runs {runs}"], records_path)
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", help="run directory of the stop-82 runs (default: render from --records alone)")
-    ap.add_argument("--records", default="benchmarks/results/table6_initial_phase_confirm.jsonl")
-    ap.add_argument("--out", default="benchmarks/results/table6_initial_phase_confirm.md")
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if --out or --records would change")
+    ap = screen_parser(__doc__, "initial_phase_confirm", 82)
     args = ap.parse_args(argv)
     records_path = Path(args.records)
     records = load_records(records_path) if records_path.exists() else {}

@@ -101,17 +101,20 @@ def save_records(path: Path, records: dict[tuple[str, int], dict]) -> None:
     write_atomically(path, records_text(records))
 
 
-def pair_rows(records: dict, seeds: list[int], base: str, row: str) -> tuple[list[str], list[float]]:
-    """The per-seed lines of a two-row screen (``base`` against ``row``: valid and test BPC, the test difference,
-    both training times) and the test differences ``row - base``."""
-    lines, diffs = [], []
+def pair_rows(records: dict, seeds: list[int], base: str, row: str, heading: str) -> tuple[list[str], list[float]]:
+    """The per-seed table of a two-row screen (``base`` against ``row``, which the header calls ``heading``: valid
+    and test BPC, the test difference, both training times), its header and a closing blank line included, and the
+    test differences ``row - base``."""
+    lines = [f"| seed | vanilla valid | vanilla **test** | {heading} valid | … **test** | difference (test) | "
+             "training time (vanilla / complex-order) |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    diffs = []
     for s in seeds:
         v, c = records[(base, s)], records[(row, s)]
         diffs.append(c["test_bpc"] - v["test_bpc"])
         lines.append(f"| {s} | {v['valid_bpc']:.3f} | **{v['test_bpc']:.3f}** | {c['valid_bpc']:.3f} | "
                      f"**{c['test_bpc']:.3f}** | {diffs[-1]:+.3f} | {v['train_minutes']:.1f} / "
                      f"{c['train_minutes']:.1f} min |")
-    return lines, diffs
+    return lines + [""], diffs
 
 
 def mean_std(xs: list[float]) -> str:

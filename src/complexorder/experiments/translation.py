@@ -39,6 +39,7 @@ from ..errors import naming_out_of_memory
 from ..data.multi30k import (BOS, EOS, PAD, UNK, build_tokenizer, filter_training_pairs, read_parallel, split_files,
                              tokenizer_from_state)
 from ..models.seq2seq import Seq2SeqConfig, TransformerSeq2Seq, reorder_cache
+from ..models.tied import tied_pairs
 from ..nn.functional import as_integer
 from .training import (EMBEDDING_ATTRIBUTES, check_finite_loss, count_parameters, cpu_state_dict, device_of,
                        generator_devices, parameter_groups, remove_stale_checkpoint_temporaries, run_directory_lock,
@@ -705,14 +706,14 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Path
     shared = bool(first_config["model"]["share_embeddings"])
 
     def model_state(ck: dict, path) -> dict:  # checkpoints before stop 82 also held a shared table as tgt_embedding.*
-        state = ck["model_state"]
-        for k, v in state.items():
-            twin = "src_embedding." + k[len("tgt_embedding."):]
-            if shared and k.startswith("tgt_embedding.") and not (
-                    twin in state and state[twin].shape == v.shape and torch.equal(state[twin], v)):
-                raise ValueError(f"checkpoint {path}: {k} and {twin} differ, but its config shares one table "
-                                 "(model.share_embeddings); it was not written by this run's model")
-        return {k: v for k, v in state.items() if not (shared and k.startswith("tgt_embedding."))}
+        if not shared:
+            return ck["model_state"]
+        pairs, differing = tied_pairs(ck["model_state"], "src_embedding.", "tgt_embedding.")
+        if differing is not None:
+            raise ValueError(f"checkpoint {path}: {differing[1]} and {differing[0]} differ, but its config shares one "
+                             "table (model.share_embeddings); it was not written by this run's model")
+        twins = {twin for _, twin in pairs}
+        return {k: v for k, v in ck["model_state"].items() if k not in twins}
 
     sums = {k: v.double().clone() for k, v in model_state(first, paths[0]).items()}
     for path in paths[1:]:

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
 
-__all__ = ["refuse_untied_state"]
+__all__ = ["refuse_untied_state", "tied_pairs"]
+
+
+def tied_pairs(state: Mapping[str, object], first: str, second: str, prefix: str = ""
+               ) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+    """The ``(key, twin)`` pairs of ``state`` that name one tied tensor twice: ``key`` under ``prefix + first``, its
+    ``twin`` the same name under ``prefix + second``; and the first pair whose tensors differ (``None`` if none):
+    a state dict written by an untied model."""
+    pairs = [(key, prefix + second + key[len(prefix + first):]) for key in state if key.startswith(prefix + first)]
+    pairs = [(key, twin) for key, twin in pairs if twin in state]
+    differing = next(((key, twin) for key, twin in pairs if _differ(state[key], state[twin])), None)
+    return pairs, differing
+
+
+def _differ(a: object, b: object) -> bool:
+    return isinstance(a, Tensor) and isinstance(b, Tensor) and not (a.shape == b.shape and torch.equal(a, b))
 
 
 def refuse_untied_state(first: str, second: str, fix: str, *, drop_second: bool = False) -> Callable[..., None]:
@@ -29,22 +44,12 @@ class _RefuseUntiedState:
 
     def __call__(self, module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs) -> None:
-        twins, reported = [], False
-        for key, value in state_dict.items():
-            if not key.startswith(prefix + self.first):
-                continue
-            twin = prefix + self.second + key[len(prefix + self.first):]
-            if twin not in state_dict:
-                continue
-            twins.append(twin)
-            other = state_dict[twin]
-            if not reported and isinstance(other, Tensor) and not (other.shape == value.shape
-                                                                   and torch.equal(other, value)):
-                error_msgs.append(f"{key} and {twin} differ, but this model holds one tensor for both: the state dict "
-                                  f"is of an untied model; {self.fix}")
-                reported = True  # the first pair that differs is named
+        pairs, differing = tied_pairs(state_dict, self.first, self.second, prefix)
+        if differing is not None:
+            error_msgs.append(f"{differing[0]} and {differing[1]} differ, but this model holds one tensor for both: "
+                              f"the state dict is of an untied model; {self.fix}")
         if self.drop_second:  # after an error too: the twins are not "unexpected keys", their difference is the news
-            for twin in twins:
+            for _, twin in pairs:
                 del state_dict[twin]
             alone = [k for k in state_dict if k.startswith(prefix + self.second)]  # no first-name twin: a partial
             for key in alone:  # state dict of the target side alone loads into the one table, as it did before
