@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import re
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -141,6 +142,45 @@ def test_a_download_cut_short_of_its_content_length_is_not_saved(tmp_path, monke
                                                       f"of 10,240 bytes); are you offline? Copy the file to "
                                                       f"{tmp_path}/x.gz by hand instead")):
         fetch(URL, tmp_path / "x.gz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_download_leaves_no_directory_it_made(tmp_path, monkeypatch):
+    """Offline, `complexorder download` left an empty `~/.cache/complexorder/data/downloads/` behind (stop 83): the
+    directories made to hold the download are removed again when it fails; one that existed before is kept, and one
+    that another file went into meanwhile too."""
+    dest = tmp_path / "data" / "downloads" / "x.gz"
+    serve(monkeypatch, FakeResponse([BLOB[:4000]], length=len(BLOB), fail=TimeoutError("timed out")))
+    with pytest.raises(ConnectionError, match="^cannot download"):
+        fetch(URL, dest)
+    assert list(tmp_path.iterdir()) == []  # neither data/ nor data/downloads/
+
+    (tmp_path / "data").mkdir()  # there before: kept; downloads/ made here: removed
+    serve(monkeypatch, FakeResponse([BLOB], length=len(BLOB)))
+    with pytest.raises(ValueError, match="^checksum mismatch"):
+        fetch(URL, dest, sha256="0" * 64)
+    assert list(tmp_path.iterdir()) == [tmp_path / "data"] and list((tmp_path / "data").iterdir()) == []
+
+    class Other(FakeResponse):  # another file lands in data/downloads/ while this download runs: that folder stays
+        def read(self, amt=-1):
+            (dest.parent / "other.zip").write_bytes(b"x")
+            return super().read(amt)
+
+    serve(monkeypatch, Other([BLOB[:10]], length=len(BLOB), fail=TimeoutError("timed out")))
+    with pytest.raises(ConnectionError):
+        fetch(URL, dest)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["other.zip"]
+
+
+def test_the_download_command_offline_leaves_the_data_directory_as_it_was(tmp_path, monkeypatch, capsys):
+    from complexorder.cli import main
+
+    def offline(url, timeout=None):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    assert main(["download", "--datasets", "TREC", "--data-dir", str(tmp_path / "cache" / "data")]) != 0
+    assert "are you offline?" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 

@@ -85,6 +85,38 @@ def _check_writable_dir(path: Path) -> None:
     _make_dir(path.parent, str(path))
 
 
+def _missing_dirs(folder: str | Path) -> list[Path]:
+    """The directories from ``folder`` upwards that do not exist yet, deepest first: what making ``folder`` makes."""
+    made = []
+    for path in (Path(folder), *Path(folder).parents):
+        if path.exists():
+            break
+        made.append(path)
+    return made
+
+
+def _remove_empty_dirs(made: list[Path]) -> None:
+    """Remove the directories ``made`` (deepest first, as :func:`_missing_dirs` lists them) while they are empty; one
+    that is not (another process wrote into it meanwhile), and those above it, are kept."""
+    for path in made:
+        try:
+            path.rmdir()
+        except OSError:
+            break
+
+
+@contextlib.contextmanager
+def _removing_made_dirs(folder: str | Path):
+    """Run the block; when it fails, remove the directories it made for ``folder`` that are still empty, so that a
+    command that fails (offline, say) leaves no empty directory behind."""
+    made = _missing_dirs(folder)
+    try:
+        yield
+    except BaseException:
+        _remove_empty_dirs(made)
+        raise
+
+
 def same_file(a: str | Path, b: str | Path) -> bool:
     """True when ``a`` and ``b`` name one file (through links too), or would once created."""
     try:

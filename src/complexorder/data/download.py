@@ -14,7 +14,8 @@ from typing import IO
 
 from tqdm import tqdm
 
-from ..checkpoint import _check_writable_dir, _is_special, _naming_write_failures, check_writable
+from ..checkpoint import (_check_writable_dir, _is_special, _naming_write_failures, check_writable,
+                          _removing_made_dirs)
 from ..environment import bars_off
 
 __all__ = ["sha256_of", "fetch"]
@@ -36,7 +37,8 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
 
     The response is streamed, chunk by chunk, into a temporary file next to ``dest`` while its SHA-256 is computed,
     and renamed to ``dest`` only when it is complete and its checksum matches: a failed, interrupted or mismatching
-    download leaves neither ``dest`` nor a temporary file behind (an existing ``dest`` is left as it was). A symbolic
+    download leaves neither ``dest`` nor a temporary file behind (an existing ``dest`` is left as it was), nor the
+    directories it made to hold them. A symbolic
     link ``dest`` is followed, as :func:`~complexorder.checkpoint.atomic_write_bytes` does; a device or pipe
     (``/dev/null``) is written only once the whole download has been checked.
 
@@ -55,7 +57,7 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
     check_writable(dest, what)  # before the network: a bad path fails offline too
     target = Path(os.path.realpath(dest)) if dest.is_symlink() else dest
     special = _is_special(target)
-    with _naming_write_failures(target):
+    with _naming_write_failures(target), _removing_made_dirs(target.parent):  # offline: no empty directory left
         if special:  # nothing to rename over: keep the download aside until it is checked
             with tempfile.TemporaryFile() as tmp:
                 _download(url, tmp, dest, sha256, timeout, progress, stale)

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from ..data.batching import EncodedDataset, iterate_batches
 from ..environment import bars_off
+from ..checkpoint import _missing_dirs, _remove_empty_dirs
 from ..errors import RunDirectoryBusy
 
 __all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
@@ -256,11 +257,7 @@ def run_directory_lock(run_dir: str | Path, option: str, log=print):
         yield
         return
     run_dir = Path(run_dir)
-    made = []  # the directories made here, deepest first
-    for folder in (run_dir, *run_dir.parents):
-        if folder.exists():
-            break
-        made.append(folder)
+    made = _missing_dirs(run_dir)  # the directories made here, deepest first
     run_dir.mkdir(parents=True, exist_ok=True)
     lock_path = run_dir / RUN_LOCK_NAME
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -288,11 +285,7 @@ def run_directory_lock(run_dir: str | Path, option: str, log=print):
                 only_the_lock = False
             if only_the_lock:
                 lock_path.unlink(missing_ok=True)
-                for folder in made:
-                    try:
-                        folder.rmdir()
-                    except OSError:  # not empty (another process wrote into it meanwhile): kept
-                        break
+                _remove_empty_dirs(made)  # one another process wrote into meanwhile is kept
     finally:
         os.close(fd)
 
