@@ -9,6 +9,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -170,6 +171,51 @@ def test_a_failed_download_leaves_no_directory_it_made(tmp_path, monkeypatch):
     with pytest.raises(ConnectionError):
         fetch(URL, dest)
     assert sorted(p.name for p in dest.parent.iterdir()) == ["other.zip"]
+
+
+def test_a_relative_dest_through_a_new_directory_never_removes_one_that_was_there(tmp_path, monkeypatch):
+    """`new/../mine/x.gz` with `mine` the user's own empty directory: mkdir makes `new`, so a failed download removes
+    `new` and keeps `mine` (the review of stop 83 found `mine` removed and `new` left)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    serve(monkeypatch, FakeResponse([BLOB[:10]], length=len(BLOB), fail=TimeoutError("timed out")))
+    with pytest.raises(ConnectionError):
+        fetch(URL, Path("new") / ".." / "mine" / "downloads" / "x.gz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"] and list((tmp_path / "mine").iterdir()) == []
+
+
+def test_translate_download_leaves_no_empty_archive_folder(shared_data, tmp_path, monkeypatch):
+    """Each Multi30k archive is removed once its file is written; the `.download/` folder made for them was left
+    empty after a successful download, and after a failed one that came after a successful file (stop 83)."""
+    import gzip
+
+    from complexorder.data.multi30k import download_multi30k
+
+    ref = shared_data / "translation" / "multi30k"
+
+    def online(url, timeout=None):
+        name = {"train": "train", "val": "val", "test_2016_flickr": "test2016"}[url.rsplit("/", 1)[1].split(".")[0]]
+        return FakeResponse([gzip.compress((ref / f"{name}.{url.rsplit('.', 2)[1]}").read_bytes())])
+
+    monkeypatch.setattr(urllib.request, "urlopen", online)
+    folder = download_multi30k(tmp_path / "data", progress=False)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in ref.iterdir() if p.name[0] != ".")
+    assert not (folder / ".download").exists()
+
+    (folder / "val.de").unlink(), (folder / "val.en").unlink()
+    calls = []
+
+    def second_fails(url, timeout=None):
+        calls.append(url)
+        if len(calls) == 2:
+            raise urllib.error.URLError("offline")
+        return online(url)
+
+    monkeypatch.setattr(urllib.request, "urlopen", second_fails)
+    with pytest.raises(ConnectionError, match="^cannot download"):
+        download_multi30k(tmp_path / "data", progress=False)
+    assert len(calls) == 2 and (folder / "val.en").is_file() and not (folder / "val.de").exists()
+    assert not (folder / ".download").exists()
 
 
 def test_the_download_command_offline_leaves_the_data_directory_as_it_was(tmp_path, monkeypatch, capsys):

@@ -86,13 +86,18 @@ def _check_writable_dir(path: Path) -> None:
 
 
 def _missing_dirs(folder: str | Path) -> list[Path]:
-    """The directories from ``folder`` upwards that do not exist yet, deepest first: what making ``folder`` makes."""
-    made = []
+    """The directories from ``folder`` upwards that do not exist yet, deepest first: what making ``folder`` makes.
+
+    Each is named by its real path, so that a ``..`` in ``folder`` (``new/../mine``: ``mkdir`` makes ``new``, not
+    ``mine``) never lists a directory that exists already."""
+    made: list[Path] = []
     for path in (Path(folder), *Path(folder).parents):
         if path.exists():
             break
-        made.append(path)
-    return made
+        real = Path(os.path.realpath(path))
+        if not real.exists() and real not in made:
+            made.append(real)
+    return sorted(made, key=lambda p: len(p.parts), reverse=True)
 
 
 def _remove_empty_dirs(made: list[Path]) -> None:

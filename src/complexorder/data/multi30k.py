@@ -29,7 +29,7 @@ from typing import cast
 
 import torch
 
-from ..checkpoint import atomic_write_bytes
+from ..checkpoint import _missing_dirs, _remove_empty_dirs, atomic_write_bytes
 from .download import fetch
 from .paths import require_file, resolve_data_dir
 from .text import check_line_bytes
@@ -328,6 +328,15 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
                 raise ValueError(f"{dest} exists but differs from the reference (sha256 {got[:12]}…, expected "
                                  f"{expected[:12]}…); move it away to download it again, or pass --skip-checksum "
                                  "(verify=False) to keep it as it is")
+    made = _missing_dirs(folder / ".download")  # each archive is removed once read: so is .download/ when it is empty
+    try:
+        _fetch_missing(folder, missing, timeout, progress, verify)
+    finally:
+        _remove_empty_dirs(made)
+    return folder
+
+
+def _fetch_missing(folder: Path, missing: list[tuple[str, str]], timeout: float, progress: bool, verify: bool) -> None:
     for split, lang in missing:
         dest = folder / f"{split}.{lang}"
         expected = _SHA256[f"{split}.{lang}"]
@@ -348,4 +357,3 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
                              "pass --skip-checksum (verify=False) to keep it")
         atomic_write_bytes(dest, data)
         archive.unlink()
-    return folder
