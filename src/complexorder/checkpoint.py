@@ -111,15 +111,17 @@ def _remove_empty_dirs(made: list[Path]) -> None:
 
 
 @contextlib.contextmanager
-def _removing_made_dirs(folder: str | Path):
-    """Run the block; when it fails, remove the directories it made for ``folder`` that are still empty, so that a
-    command that fails (offline, say) leaves no empty directory behind."""
+def _removing_made_dirs(folder: str | Path, *, always: bool = False):
+    """Run the block; when it fails (or, with ``always``, when it ends), remove the directories it made for ``folder``
+    that are still empty, so that a command that fails (offline, say) leaves no empty directory behind."""
     made = _missing_dirs(folder)
     try:
         yield
     except BaseException:
         _remove_empty_dirs(made)
         raise
+    if always:
+        _remove_empty_dirs(made)
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

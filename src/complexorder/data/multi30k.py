@@ -29,7 +29,7 @@ from typing import cast
 
 import torch
 
-from ..checkpoint import _missing_dirs, _remove_empty_dirs, atomic_write_bytes
+from ..checkpoint import _removing_made_dirs, atomic_write_bytes
 from .download import fetch
 from .paths import require_file, resolve_data_dir
 from .text import check_line_bytes
@@ -328,32 +328,26 @@ def download_multi30k(data_dir: str | Path | None = None, *, timeout: float = 60
                 raise ValueError(f"{dest} exists but differs from the reference (sha256 {got[:12]}…, expected "
                                  f"{expected[:12]}…); move it away to download it again, or pass --skip-checksum "
                                  "(verify=False) to keep it as it is")
-    made = _missing_dirs(folder / ".download")  # each archive is removed once read: so is .download/ when it is empty
-    try:
-        _fetch_missing(folder, missing, timeout, progress, verify)
-    finally:
-        _remove_empty_dirs(made)
+    # each archive is removed once read, and .download/ with it when this made it and it is empty
+    with _removing_made_dirs(folder / ".download", always=True):
+        for split, lang in missing:
+            dest = folder / f"{split}.{lang}"
+            expected = _SHA256[f"{split}.{lang}"]
+            url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
+            archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir",
+                            progress=progress)
+            blob = archive.read_bytes()
+            try:
+                data = gzip.decompress(blob)
+            except (OSError, EOFError, zlib.error) as exc:  # not gzip (a proxy's HTML page), cut short or damaged
+                archive.unlink()
+                raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
+                                 "next run downloads it again") from None
+            got = hashlib.sha256(data).hexdigest()
+            if got != expected and verify:
+                archive.unlink()
+                raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}; "
+                                 "pass --skip-checksum (verify=False) to keep it")
+            atomic_write_bytes(dest, data)
+            archive.unlink()
     return folder
-
-
-def _fetch_missing(folder: Path, missing: list[tuple[str, str]], timeout: float, progress: bool, verify: bool) -> None:
-    for split, lang in missing:
-        dest = folder / f"{split}.{lang}"
-        expected = _SHA256[f"{split}.{lang}"]
-        url = _SOURCE_URL.format(name=_SOURCE_NAME[split], lang=lang)
-        archive = fetch(url, folder / ".download" / f"{split}.{lang}.gz", timeout=timeout, what="--data-dir",
-                        progress=progress)
-        blob = archive.read_bytes()
-        try:
-            data = gzip.decompress(blob)
-        except (OSError, EOFError, zlib.error) as exc:  # not gzip (a proxy's HTML page), cut short or damaged
-            archive.unlink()
-            raise ValueError(f"{url} did not give a readable gzip file ({exc}); removed {archive}, so the "
-                             "next run downloads it again") from None
-        got = hashlib.sha256(data).hexdigest()
-        if got != expected and verify:
-            archive.unlink()
-            raise ValueError(f"checksum mismatch for {url} (uncompressed): expected sha256 {expected}, got {got}; "
-                             "pass --skip-checksum (verify=False) to keep it")
-        atomic_write_bytes(dest, data)
-        archive.unlink()

@@ -20,9 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..checkpoint import _missing_dirs, _remove_empty_dirs
 from ..data.batching import EncodedDataset, iterate_batches
 from ..environment import bars_off
-from ..checkpoint import _missing_dirs, _remove_empty_dirs
 from ..errors import RunDirectoryBusy
 
 __all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
