@@ -575,7 +575,8 @@ def test_embeddings_names_a_label_before_an_embedding():
 
 
 @pytest.mark.parametrize("key, value, bad, expected", [
-    ("frequency_lr_scale", 0.1, [-0.5], "a number >= 0"),
+    ("frequency_lr_scale", 0.1, [-0.5, float("inf"), True], "a finite number >= 0"),
+    ("embedding_lr_scale", 10.0, [-1.0, float("nan"), float("inf"), True], "a finite number >= 0"),
     # 1000 * lr 1e-3 = 1: the factor would zero every frequency
     ("frequency_decay", 10.0, [-1.0, 1000.0, True], "a number >= 0 with lr * frequency_lr_scale * frequency_decay < 1"),
 ])

@@ -160,6 +160,47 @@ def test_frequency_lr_scale_changes_only_the_frequencies_learning_rate(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("kind", ["complex-order", "complex-vanilla", "complex-order-phase", "tpe"])
+def test_embedding_lr_scale_changes_only_the_embedding_tables_learning_rate(sparse, kind):
+    """embedding_lr_scale moves the embedding's per-word tables (not its frequencies) to lr * scale, keeping their
+    decay; with frequency_lr_scale too each gets its own rate; the first Adam step of a table entry is then
+    lr * scale * sign(gradient), by hand."""
+    from complexorder.experiments.training import make_optimizers
+
+    torch.manual_seed(0)
+    options = {"initial_phase": True} if kind == "complex-order-phase" else {}
+    emb = co.build_embedding(kind.replace("-phase", ""), 24, 8, padding_idx=0, sparse=sparse, **options)
+    model = build_classifier("fasttext", emb, 2, hidden=4, dropout=0.0)
+    opts = make_optimizers(model, 1e-2, 1e-4, frequency_lr_scale=0.5, embedding_lr_scale=10.0)
+    lr_of = {id(p): (g["lr"], g.get("weight_decay", 0.0)) for o in opts for g in o.param_groups for p in g["params"]}
+    tables = [p for n, p in emb.named_parameters() if n != "frequency"]
+    assert tables and all(lr_of[id(p)] == (pytest.approx(0.1), 0.0) for p in tables)
+    if kind.startswith("complex-order"):
+        assert lr_of[id(emb.frequency)] == (pytest.approx(5e-3), 0.0)
+    assert lr_of[id(model.output.weight)] == (1e-2, 1e-4)
+    assert len(lr_of) == sum(1 for p in model.parameters() if p.requires_grad)  # nothing lost or doubled
+    # one step by hand: Adam's first update of an entry is lr_of_its_group * sign(grad) (|grad| >> eps)
+    from complexorder.experiments.training import iterate_batches
+
+    tokens, labels = next(iterate_batches(word_order_task(16, seed=0), 16))
+    torch.nn.functional.cross_entropy(model(tokens), labels).backward()
+    grads = {n: (p.grad.to_dense() if p.grad.is_sparse else p.grad).clone() for n, p in model.named_parameters()}
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for o in opts:
+        o.step()
+    for name, p in model.named_parameters():
+        g = grads[name]
+        moved = g.abs() > 1e-3  # there the step is lr * sign(g) to 1e-4 (SparseAdam adds eps uncorrected)
+        step = (before[name] - p.detach())[moved]
+        expected = lr_of[id(p)][0] * g[moved].sign()
+        if lr_of[id(p)][1]:  # Adam's L2 adds wd * p to the gradient before the step
+            continue
+        assert moved.any() and torch.allclose(step, expected, rtol=1e-3, atol=1e-6), name
+    with pytest.raises(ValueError, match="embedding_lr_scale must be >= 0, got -1"):
+        make_optimizers(model, 1e-2, 0.0, embedding_lr_scale=-1)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_frequency_decay_shrinks_the_frequencies_after_each_step_by_hand(sparse):
     """One step with frequency_decay: omega = (Adam-updated omega) * (1 - lr * scale * decay), on the rows of the
     batch's words only when the gradient is sparse, everywhere when it is dense; nothing else changes."""

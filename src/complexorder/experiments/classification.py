@@ -29,7 +29,7 @@ from .. import __version__
 from ..checkpoint import (append_jsonl, check_results_file, check_writable, is_cut_record, load_checkpoint,
                           save_checkpoint, scan_jsonl)
 from ..config import (FLOAT32_MAX, _check_value, check_number, config_from_dict, config_to_dict, find_config,
-                      plain_numbers, read_extended_toml)
+                      is_finite_number, plain_numbers, read_extended_toml)
 from ..data.batching import EncodedDataset
 from ..data.classification import DATASETS, dataset_digest, dataset_folder, load_dataset, make_split, split_ids
 from ..data.download import sha256_of
@@ -61,6 +61,9 @@ class ModelSettings:
     the embedding tables, frequencies and phases are never decayed). The table2 config uses 0.
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies only (not in
     the paper's pool; 1.0, the default, trains them like every other parameter).
+    ``embedding_lr_scale`` (an extension, not in the paper; 1.0, the default, is none) multiplies the learning rate
+    of the embedding layer's other parameters: its per-word tables (amplitudes, complex-vanilla's phases, initial
+    phases, real word vectors), dense or sparse; the frequencies keep ``frequency_lr_scale``.
     ``frequency_decay`` (an extension, not in the paper; 0, the default, is none) shrinks the complex-order
     frequencies towards 0 after every step, ``omega <- (1 - lr * frequency_lr_scale * frequency_decay) omega``
     (decoupled as in AdamW; with sparse embeddings only the rows of the words in the batch): a frequency the loss
@@ -110,6 +113,7 @@ class ModelSettings:
     sparse_embeddings: bool = True
     frequency_lr_scale: float = 1.0
     frequency_decay: float = 0.0
+    embedding_lr_scale: float = 1.0
     attention_score: str = "modulus"
     network: str = "auto"  # transformer only: "real" feeds a complex embedding's [Re f, Im f] to real layers;
     # "authors": the layers of the authors' released Transformer classifier
@@ -153,8 +157,9 @@ class ModelSettings:
         check_number(f"{where} weight_decay", self.weight_decay, low=0.0)
         if not (isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1):
             fail("dropout", "a number in [0, 1)")
-        if not (isinstance(self.frequency_lr_scale, (int, float)) and self.frequency_lr_scale >= 0):
-            fail("frequency_lr_scale", "a number >= 0")
+        for key in ("frequency_lr_scale", "embedding_lr_scale"):  # inf would train to NaN; true is no scale
+            if not is_finite_number(getattr(self, key), 0.0):
+                fail(key, "a finite number >= 0")
         if not (isinstance(self.frequency_decay, (int, float)) and not isinstance(self.frequency_decay, bool)
                 and self.frequency_decay >= 0 and self.lr * self.frequency_lr_scale * self.frequency_decay < 1):
             fail("frequency_decay", "a number >= 0 with lr * frequency_lr_scale * frequency_decay < 1")
@@ -516,7 +521,7 @@ def unit_config(grid: GridConfig, unit: Unit) -> dict:
 #: Settings added after results were first recorded, with the default that leaves those results' hashes as they were.
 LATER_DEFAULTS = {"frequency_lr_scale": 1.0, "frequency_decay": 0.0, "attention_score": "modulus", "network": "auto",
                   "readout": "modulus-of-mean", "position_order": "forward", "loss": "cross-entropy", "fixed_length": 0,
-                  "patience_above_majority": False, "bidirectional": False}
+                  "patience_above_majority": False, "bidirectional": False, "embedding_lr_scale": 1.0}
 
 
 def _settings_dict(settings: ModelSettings) -> dict:
@@ -742,6 +747,7 @@ def _train_unit(grid: GridConfig, unit: Unit, cache: _Cache, device: torch.devic
                               monitor=test,  # per-epoch test accuracy, recorded only (the authors' protocol)
                               frequency_lr_scale=settings.frequency_lr_scale,
                               frequency_decay=settings.frequency_decay, loss=settings.loss,
+                              embedding_lr_scale=settings.embedding_lr_scale,
                               patience_floor=dev_majority if settings.patience_above_majority else None)
     test_acc = evaluate_accuracy(model, test, min_length=min_length)
     record = {

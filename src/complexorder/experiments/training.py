@@ -26,7 +26,7 @@ from ..environment import bars_off
 from ..errors import RunDirectoryBusy
 
 __all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss",
+           "scale_frequency_lr", "scale_embedding_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss",
            "run_directory_lock"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
@@ -100,6 +100,33 @@ def scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: f
     return out
 
 
+def scale_embedding_lr(model: nn.Module, groups: list[dict], lr: float, scale: float,
+                       embedding_attributes: tuple[str, ...] = EMBEDDING_ATTRIBUTES) -> list[dict]:
+    """Move every parameter of the model's embedding layer (``model.embedding``, or a translation model's
+    ``src_embedding`` / ``tgt_embedding``) except the frequencies into groups with learning rate ``lr * scale``.
+
+    That is the per-word tables: amplitudes, complex-vanilla's phases, initial phases, real word vectors (and a
+    learned position table). The frequencies keep the rate :func:`scale_frequency_lr` gave them. Each moved
+    parameter keeps the other settings of the group it came from (its weight decay), and the group records
+    ``"lr_scale": scale`` as :func:`scale_frequency_lr`'s does.
+    """
+    if scale == 1.0:
+        return groups
+    model = unwrap_parallel(model)
+    frequency = {id(p) for p in frequency_parameters(model)}
+    tables = {id(p) for m in (getattr(model, n, None) for n in embedding_attributes) if isinstance(m, nn.Module)
+              for p in m.parameters() if id(p) not in frequency}
+    out, moved_groups = [], []
+    for g in groups:
+        keep = [p for p in g["params"] if id(p) not in tables]
+        moved = [p for p in g["params"] if id(p) in tables]
+        if keep:
+            out.append({**g, "params": keep})
+        if moved:
+            moved_groups.append({**g, "params": moved, "lr": lr * scale, "lr_scale": scale})
+    return out + moved_groups
+
+
 def generator_devices(device: torch.device) -> list[int]:
     """The CUDA devices whose generator a run on ``device`` seeds and draws from: what ``torch.random.fork_rng`` must
     fork for the caller's random state to come back after the run (none on the CPU)."""
@@ -119,15 +146,18 @@ def seed_generators(seed: int, device: torch.device) -> None:
 
 
 def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
-                    frequency_lr_scale: float = 1.0) -> list[torch.optim.Optimizer]:
+                    frequency_lr_scale: float = 1.0, embedding_lr_scale: float = 1.0) -> list[torch.optim.Optimizer]:
     """Adam for everything with dense gradients, plus SparseAdam for sparse embedding tables (if any).
 
     ``frequency_lr_scale`` multiplies the learning rate of the complex-order frequencies (every
-    parameter named ``frequency``), dense or sparse; the other parameters keep ``lr``. ``model`` may be wrapped in
-    ``DistributedDataParallel`` or ``DataParallel`` (the groups are those of the model inside).
+    parameter named ``frequency``), dense or sparse; ``embedding_lr_scale`` that of the embedding layer's other
+    parameters (its per-word tables: see :func:`scale_embedding_lr`); the other parameters keep ``lr``. ``model``
+    may be wrapped in ``DistributedDataParallel`` or ``DataParallel`` (the groups are those of the model inside).
     """
     if not frequency_lr_scale >= 0.0:
         raise ValueError(f"frequency_lr_scale must be >= 0, got {frequency_lr_scale}")
+    if not embedding_lr_scale >= 0.0:
+        raise ValueError(f"embedding_lr_scale must be >= 0, got {embedding_lr_scale}")
     wrapper, model = model, unwrap_parallel(model)
     embedding: Any = getattr(model, "embedding", None)
     sparse = [p for p in (embedding.sparse_parameters() if hasattr(embedding, "sparse_parameters") else [])
@@ -140,10 +170,12 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
             raise ValueError(f"the model's embedding has sparse=True, which DistributedDataParallel cannot reduce "
                              f"({', '.join(reduced)}: DDP takes sparse gradients only from torch.nn.Embedding); "
                              "build the embedding with sparse=False")
-    dense_groups = scale_frequency_lr(model, parameter_groups(model, weight_decay), lr, frequency_lr_scale)
+    dense_groups = scale_embedding_lr(model, scale_frequency_lr(model, parameter_groups(model, weight_decay), lr,
+                                                                frequency_lr_scale), lr, embedding_lr_scale)
     optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense_groups, lr=lr)]
     if sparse:
-        sparse_groups = scale_frequency_lr(model, [{"params": sparse}], lr, frequency_lr_scale)
+        sparse_groups = scale_embedding_lr(model, scale_frequency_lr(model, [{"params": sparse}], lr,
+                                                                     frequency_lr_scale), lr, embedding_lr_scale)
         for g in sparse_groups:
             g.pop("weight_decay", None)  # SparseAdam has no weight decay
         optimizers.append(torch.optim.SparseAdam(sparse_groups, lr=lr))
@@ -318,7 +350,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
                      min_length: int = 1, clip_norm: float | None = 5.0, bucket: bool = True, progress: bool = True,
                      desc: str = "train", monitor: EncodedDataset | None = None,
                      frequency_lr_scale: float = 1.0, frequency_decay: float = 0.0,
-                     loss: str = "cross-entropy", patience_floor: float | None = None) -> TrainResult:
+                     loss: str = "cross-entropy", patience_floor: float | None = None,
+                     embedding_lr_scale: float = 1.0) -> TrainResult:
     """Train with cross-entropy and Adam; keep (and load back) the weights of the best dev epoch.
 
     Sparse embedding tables (``sparse=True``) are optimised by ``SparseAdam`` and left out of
@@ -332,7 +365,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     instead of being stopped there. ``seconds_per_epoch`` counts training steps only (no evaluation).
 
     ``frequency_lr_scale`` scales the learning rate of the complex-order frequencies (see
-    :func:`make_optimizers`). ``frequency_decay`` (0 by default: none) shrinks them towards 0 after every step
+    :func:`make_optimizers`), ``embedding_lr_scale`` that of the embedding's other parameters (its per-word tables:
+    amplitudes, phases, word vectors; see :func:`scale_embedding_lr`). ``frequency_decay`` (0 by default: none) shrinks them towards 0 after every step
     by the factor ``1 - lr * frequency_lr_scale * frequency_decay`` (decoupled, as AdamW; see
     :func:`decay_frequencies`), an extension not in the paper: a frequency that the loss does not keep pushing
     away from 0 decays back, with a half-life of ``ln 2 / (lr * frequency_lr_scale * frequency_decay)`` steps.
@@ -358,7 +392,7 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
     squash = loss == "cross-entropy-of-probabilities"
     generator = torch.Generator().manual_seed(seed)
     device = device_of(model)
-    optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale)
+    optimizers = make_optimizers(model, lr, weight_decay, frequency_lr_scale, embedding_lr_scale)
     decay_factor = lr * frequency_lr_scale * frequency_decay
     if not (frequency_decay >= 0.0 and decay_factor < 1.0):
         raise ValueError(f"frequency_decay must be >= 0 with lr * frequency_lr_scale * frequency_decay < 1, got "
