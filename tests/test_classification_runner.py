@@ -607,6 +607,18 @@ def test_frequency_decay_reaches_the_training_loop(tmp_path, monkeypatch):
     assert seen == [7.0] and record["config"]["settings"]["frequency_decay"] == 7.0
 
 
+def test_embedding_lr_scale_reaches_the_optimiser(tmp_path, monkeypatch):
+    import complexorder.experiments.training as training
+
+    seen, make = [], training.make_optimizers
+    monkeypatch.setattr(training, "make_optimizers",
+                        lambda *a, **kw: seen.append(a[4] if len(a) > 4 else kw.get("embedding_lr_scale")) or make(*a, **kw))
+    grid = tiny_grid(tmp_path, models=["fasttext"], embeddings=["complex-order"], folds=[0])
+    grid = dataclasses.replace(grid, fasttext=dataclasses.replace(grid.fasttext, embedding_lr_scale=10.0))
+    (record,) = run_grid(grid, progress=False, log=lambda *_: None)
+    assert seen == [10.0] and record["config"]["settings"]["embedding_lr_scale"] == 10.0
+
+
 def test_attention_score_reaches_the_complex_transformer_and_keeps_old_hashes(tmp_path):
     from complexorder.experiments.classification import _hash, plan_units, unit_config
 
