@@ -608,6 +608,35 @@ def test_a_failed_write_to_standard_output_is_named_as_such(monkeypatch, capsys)
     assert isinstance(sys.stdout, FullDisk)  # the command's own stream is put back
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["demo", "--help"], ["lm", "train", "--help"]])
+def test_help_that_cannot_be_written_is_an_error_not_a_success(monkeypatch, capsys, argv):
+    """Stop 84: argparse swallows the OSError of a failed write (`complexorder --help > /dev/full`), and the command
+    exited 0 with nothing written; now it says so and exits 2. Writable, it still exits 0."""
+    import errno
+    import sys
+
+    from complexorder.cli import main
+
+    class FullDisk:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", FullDisk())
+    with pytest.raises(SystemExit) as failed:
+        main(argv)
+    assert failed.value.code == 2
+    assert capsys.readouterr().err == "complexorder: error: standard output: No space left on device\n"
+    assert isinstance(sys.stdout, FullDisk)  # the command's own stream is put back
+    monkeypatch.undo()
+    with pytest.raises(SystemExit) as written:
+        main(argv)
+    out = capsys.readouterr().out
+    assert written.value.code == 0 and (out.startswith("usage: complexorder") or out.startswith("complexorder "))
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly_with_the_sigpipe_status(shared_data, tmp_path):
     import subprocess
     import sys

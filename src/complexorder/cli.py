@@ -7,6 +7,7 @@ Errors a user can fix (bad names, missing files, malformed input) print one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -133,6 +134,7 @@ class _StandardOutput:
 
     def __init__(self, stream):
         self._stream = stream
+        self.error: OSError | None = None  # the last failed write or flush: argparse's --help swallows it
 
     def _named(self, method: str, *args):
         try:
@@ -140,6 +142,7 @@ class _StandardOutput:
         except OSError as exc:
             if exc.filename is None and not isinstance(exc, BrokenPipeError):
                 exc.filename = "standard output"
+            self.error = exc
             raise
 
     def write(self, text: str) -> int:
@@ -154,9 +157,23 @@ class _StandardOutput:
 
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
-    sys.stdout = _StandardOutput(stdout)
+    sys.stdout = wrapper = _StandardOutput(stdout)
     try:
         return _main(argv)
+    except SystemExit as exc:
+        if exc.code in (0, None):  # --help, --version: argparse swallows a failed write, which exited 0
+            try:
+                wrapper.flush()
+            except OSError:
+                pass
+            if isinstance(wrapper.error, BrokenPipeError):  # `complexorder --help | head -1`: stop quietly
+                with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+            elif wrapper.error is not None:
+                print(f"complexorder: error: standard output: {wrapper.error.strerror or wrapper.error}",
+                      file=sys.stderr)
+                raise SystemExit(2) from None
+        raise
     finally:
         sys.stdout = stdout
 
