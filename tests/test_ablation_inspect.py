@@ -342,6 +342,11 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert ("| complex-order, real attention score | × | complex-order: — | attention_score = 'real' | 1.00M | "
             "0.740 ± 0.014 | 2 | +0.030 (n=2) | complex-order | +0.030 (n=2) |") in text
     assert "complexorder ablate --seeds 2 (complex-order)" in text  # both files' commands are listed
+    # stop 84: without a complex-order row both columns that compare with it say so; they read "—", which is what
+    # "the same settings" prints, and "— (no common seed)"
+    assert main(["ablate", "--report-only", "--results", str(explore), "--out", str(tmp_path / "alone.md")]) == 0
+    assert ("| complex-order, real attention score | × | complex-order: — | not compared (no complex-order row) | "
+            "1.00M | 0.740 ± 0.014 | 2 | — (no complex-order row) | — | — |") in (tmp_path / "alone.md").read_text()
     assert "re-run with other settings" not in capsys.readouterr().err
     # stop 73 (review): seed 1 of the paper row re-run with other settings into the same file: noted on the command line
     rerun = record(real_grid, base, 1, 0.74)

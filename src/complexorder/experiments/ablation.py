@@ -249,9 +249,10 @@ def _extended_row(label: str, by_variant: dict[str, list[dict]]) -> str | None:
 
 
 def _settings_changed(runs: list[dict], reference: list[dict]) -> str:
-    """The model settings of ``runs`` that differ from those of ``reference`` (complex-order), as text."""
+    """The model settings of ``runs`` that differ from those of ``reference`` (complex-order), as text. Without a
+    complex-order row there is nothing to compare with: said so (a dash read as "the same settings")."""
     if not reference:
-        return "—"
+        return "not compared (no complex-order row)"
     mine, theirs = runs[0].get("config", {}).get("settings", {}), reference[0].get("config", {}).get("settings", {})
     changed = [f"{k} = {mine[k]!r}" for k in sorted(mine) if k not in theirs or theirs[k] != mine[k]]
     return ", ".join(changed) or "—"
@@ -278,7 +279,7 @@ def _further_rows(by_variant: dict[str, list[dict]]) -> list[str]:
         config = runs[0].get("config", {})
         options = ", ".join(f"{k} = {v!r}" for k, v in sorted(config.get("embedding_options", {}).items())) or "—"
         std = f" ± {acc.std(ddof=1):.3f}" if len(acc) > 1 else ""
-        delta = _paired_delta(runs, first)
+        delta = _paired_delta(runs, first) if first else "— (no complex-order row)"  # not "no common seed"
         base = _extended_row(label, by_variant)
         base_delta = _paired_delta(runs, by_variant[base]) if base else "—"
         share = "✓" if config.get("share_weights") else "×"
