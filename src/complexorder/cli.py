@@ -155,6 +155,13 @@ class _StandardOutput:
         return getattr(self._stream, name)
 
 
+def _stdout_to_devnull(stream) -> None:
+    """Point standard output's descriptor at the null device, so that Python's flush at exit does not fail again
+    after the reader went away (nothing to do for a stream without a descriptor, as a test's capture)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = wrapper = _StandardOutput(stdout)
@@ -167,8 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 pass
             if isinstance(wrapper.error, BrokenPipeError):  # `complexorder --help | head -1`: stop quietly
-                with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
-                    os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+                _stdout_to_devnull(stdout)
             elif wrapper.error is not None:
                 print(f"complexorder: error: standard output: {wrapper.error.strerror or wrapper.error}",
                       file=sys.stderr)
@@ -193,8 +199,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (`complexorder classify --dry-run | head`): stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so that Python's flush at exit does not fail again
+        _stdout_to_devnull(sys.stdout)
         return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
     except ModuleNotFoundError as exc:  # an experiments extra not installed (the core needs torch, numpy, tqdm only)
         if exc.name not in OPTIONAL_PACKAGES or os.environ.get("COMPLEXORDER_DEBUG"):

@@ -26,8 +26,8 @@ from ..environment import bars_off
 from ..errors import RunDirectoryBusy
 
 __all__ = ["LOSSES", "TrainResult", "train_classifier", "evaluate_accuracy", "parameter_groups", "make_optimizers",
-           "scale_frequency_lr", "scale_embedding_lr", "count_parameters", "remove_stale_checkpoint_temporaries", "check_finite_loss",
-           "run_directory_lock"]
+           "scale_frequency_lr", "scale_embedding_lr", "count_parameters", "remove_stale_checkpoint_temporaries",
+           "check_finite_loss", "run_directory_lock"]
 
 #: Parameters that are angles (periodic): L2 decay would pull them to 0 rather than regularise.
 PERIODIC_PARAMETER_NAMES = ("frequency", "initial_phase", "phase")
@@ -80,24 +80,31 @@ def parameter_groups(model: nn.Module, weight_decay: float,
     return groups
 
 
+def _split_off_scaled(groups: list[dict], ids: set[int], lr: float, scale: float, **settings) -> list[dict]:
+    """``groups`` with the parameters whose ``id`` is in ``ids`` moved out into groups of their own, one per group
+    they came from and after the others, each with learning rate ``lr * scale``, ``"lr_scale": scale`` and
+    ``settings`` over the settings of the group it came from."""
+    out, moved_groups = [], []
+    for g in groups:
+        keep = [p for p in g["params"] if id(p) not in ids]
+        moved = [p for p in g["params"] if id(p) in ids]
+        if keep:
+            out.append({**g, "params": keep})
+        if moved:
+            moved_groups.append({**g, "params": moved, "lr": lr * scale, "lr_scale": scale, **settings})
+    return out + moved_groups
+
+
 def scale_frequency_lr(model: nn.Module, groups: list[dict], lr: float, scale: float) -> list[dict]:
-    """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale``.
+    """Move every parameter named ``frequency`` into a group of its own with learning rate ``lr * scale`` (and no
+    weight decay).
 
     The group also records ``"lr_scale": scale``, so a schedule that rewrites ``lr`` every step (the
     translation trainer) keeps the ratio: ``group["lr"] = lr * group.get("lr_scale", 1.0)``.
     """
     if scale == 1.0:
         return groups
-    frequency = {id(p) for p in frequency_parameters(model)}
-    out, moved = [], []
-    for g in groups:
-        keep = [p for p in g["params"] if id(p) not in frequency]
-        moved += [p for p in g["params"] if id(p) in frequency]
-        if keep:
-            out.append({**g, "params": keep})
-    if moved:
-        out.append({"params": moved, "lr": lr * scale, "lr_scale": scale, "weight_decay": 0.0})
-    return out
+    return _split_off_scaled(groups, {id(p) for p in frequency_parameters(model)}, lr, scale, weight_decay=0.0)
 
 
 def scale_embedding_lr(model: nn.Module, groups: list[dict], lr: float, scale: float,
@@ -116,15 +123,7 @@ def scale_embedding_lr(model: nn.Module, groups: list[dict], lr: float, scale: f
     frequency = {id(p) for p in frequency_parameters(model)}
     tables = {id(p) for m in (getattr(model, n, None) for n in embedding_attributes) if isinstance(m, nn.Module)
               for p in m.parameters() if id(p) not in frequency}
-    out, moved_groups = [], []
-    for g in groups:
-        keep = [p for p in g["params"] if id(p) not in tables]
-        moved = [p for p in g["params"] if id(p) in tables]
-        if keep:
-            out.append({**g, "params": keep})
-        if moved:
-            moved_groups.append({**g, "params": moved, "lr": lr * scale, "lr_scale": scale})
-    return out + moved_groups
+    return _split_off_scaled(groups, tables, lr, scale)
 
 
 def generator_devices(device: torch.device) -> list[int]:
@@ -170,12 +169,13 @@ def make_optimizers(model: nn.Module, lr: float, weight_decay: float,
             raise ValueError(f"the model's embedding has sparse=True, which DistributedDataParallel cannot reduce "
                              f"({', '.join(reduced)}: DDP takes sparse gradients only from torch.nn.Embedding); "
                              "build the embedding with sparse=False")
-    dense_groups = scale_embedding_lr(model, scale_frequency_lr(model, parameter_groups(model, weight_decay), lr,
-                                                                frequency_lr_scale), lr, embedding_lr_scale)
-    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(dense_groups, lr=lr)]
+    def scaled(groups: list[dict]) -> list[dict]:
+        groups = scale_frequency_lr(model, groups, lr, frequency_lr_scale)
+        return scale_embedding_lr(model, groups, lr, embedding_lr_scale)
+
+    optimizers: list[torch.optim.Optimizer] = [torch.optim.Adam(scaled(parameter_groups(model, weight_decay)), lr=lr)]
     if sparse:
-        sparse_groups = scale_embedding_lr(model, scale_frequency_lr(model, [{"params": sparse}], lr,
-                                                                     frequency_lr_scale), lr, embedding_lr_scale)
+        sparse_groups = scaled([{"params": sparse}])
         for g in sparse_groups:
             g.pop("weight_decay", None)  # SparseAdam has no weight decay
         optimizers.append(torch.optim.SparseAdam(sparse_groups, lr=lr))
@@ -366,8 +366,8 @@ def train_classifier(model: nn.Module, train: EncodedDataset, dev: EncodedDatase
 
     ``frequency_lr_scale`` scales the learning rate of the complex-order frequencies (see
     :func:`make_optimizers`), ``embedding_lr_scale`` that of the embedding's other parameters (its per-word tables:
-    amplitudes, phases, word vectors; see :func:`scale_embedding_lr`). ``frequency_decay`` (0 by default: none) shrinks them towards 0 after every step
-    by the factor ``1 - lr * frequency_lr_scale * frequency_decay`` (decoupled, as AdamW; see
+    amplitudes, phases, word vectors; see :func:`scale_embedding_lr`). ``frequency_decay`` (0 by default: none)
+    shrinks the frequencies towards 0 after every step by the factor ``1 - lr * frequency_lr_scale * frequency_decay`` (decoupled, as AdamW; see
     :func:`decay_frequencies`), an extension not in the paper: a frequency that the loss does not keep pushing
     away from 0 decays back, with a half-life of ``ln 2 / (lr * frequency_lr_scale * frequency_decay)`` steps.
 
