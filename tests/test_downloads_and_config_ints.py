@@ -413,3 +413,27 @@ def test_the_runners_settings_take_numpy_numbers_and_store_plain_ones():
                  DecodeConfig(beam_size=np.int64(4)), TrainSettings(seed=np.int64(3)), EvalSettings(mem_len=np.int64(8))):
         json.dumps(config_to_dict(made))  # np.int64 is not JSON
         assert not any(isinstance(getattr(made, f.name), np.generic) for f in dataclasses.fields(made)), made
+
+
+def test_a_directory_removed_by_another_failing_download_is_made_again(tmp_path, monkeypatch):
+    """Two downloads into one fresh directory (stop 85): when the other fails, it removes the directory it made while
+    that is empty — possibly between this download making it and creating its temporary file there. This download
+    makes it again rather than failing with "No such file or directory"."""
+    import tempfile
+
+    dest = tmp_path / "data" / "downloads" / "x.gz"
+    real_mkstemp, calls = tempfile.mkstemp, []
+
+    def other_download_cleans_up_first(*args, **kwargs):
+        if Path(kwargs.get("dir") or "") != dest.parent:  # check_writable's probe, before anything is made
+            return real_mkstemp(*args, **kwargs)
+        calls.append(kwargs["dir"])
+        if len(calls) == 1:  # the other, failing download removes the empty folders it made, just now
+            dest.parent.rmdir()
+            dest.parent.parent.rmdir()
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", other_download_cleans_up_first)
+    serve(monkeypatch, FakeResponse([BLOB], length=len(BLOB)))
+    assert fetch(URL, dest, sha256=SHA).read_bytes() == BLOB
+    assert len(calls) == 2 and sorted(p.name for p in dest.parent.iterdir()) == ["x.gz"]

@@ -66,8 +66,7 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
                     for chunk in iter(lambda: tmp.read(_CHUNK), b""):
                         out.write(chunk)
             return dest
-        _check_writable_dir(target)  # makes a missing directory (multi30k's .download/)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp_name = _temporary_file_beside(target)
         try:
             with os.fdopen(fd, "wb") as fh:
                 _download(url, fh, dest, sha256, timeout, progress, stale)
@@ -80,6 +79,23 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
                 os.unlink(tmp_name)
             raise
     return dest
+
+
+def _temporary_file_beside(target: Path) -> tuple[int, str]:
+    """Make the directory of ``target`` when it is missing (multi30k's ``.download/``) and a temporary file in it.
+
+    Another download into the same fresh directory that fails at the same moment removes that directory again when
+    it is empty (:func:`~complexorder.checkpoint._removing_made_dirs`), possibly between this one making it and
+    creating its file in it; the directory is then made once more. Once the temporary file is there, the directory
+    is not empty and stays."""
+    for attempt in range(3):
+        _check_writable_dir(target)
+        try:
+            return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        except FileNotFoundError:
+            if attempt == 2 or target.parent.exists():  # not that race: a real error, named by the caller
+                raise
+    raise AssertionError("unreachable")
 
 
 def _download(url: str, out: IO[bytes], dest: Path, sha256: str | None, timeout: float, progress: bool,
