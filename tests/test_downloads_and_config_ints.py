@@ -437,3 +437,24 @@ def test_a_directory_removed_by_another_failing_download_is_made_again(tmp_path,
     serve(monkeypatch, FakeResponse([BLOB], length=len(BLOB)))
     assert fetch(URL, dest, sha256=SHA).read_bytes() == BLOB
     assert len(calls) == 2 and sorted(p.name for p in dest.parent.iterdir()) == ["x.gz"]
+
+
+def test_an_atomic_write_into_a_directory_removed_meanwhile_makes_it_again(tmp_path, monkeypatch):
+    """The same race for the files a download writes once fetched (`atomic_write_text`, shared with `fetch`)."""
+    import tempfile
+
+    from complexorder.checkpoint import atomic_write_text
+
+    dest = tmp_path / "data" / "set" / "train.txt"
+    real_mkstemp, calls = tempfile.mkstemp, []
+
+    def removed_first(*args, **kwargs):
+        if Path(kwargs.get("dir") or "") == dest.parent:
+            calls.append(1)
+            if len(calls) == 1:
+                dest.parent.rmdir()
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", removed_first)
+    atomic_write_text(dest, "a line\n")
+    assert dest.read_text() == "a line\n" and len(calls) == 2

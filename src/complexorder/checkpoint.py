@@ -290,6 +290,23 @@ def _naming_write_failures(path: Path):
         raise
 
 
+def _temporary_file_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """Make the directory of ``path`` when it is missing and a hidden temporary file in it (``.NAME.XXXXXXXX.tmp``),
+    to be renamed over ``path`` once written: the file descriptor and the name, as :func:`tempfile.mkstemp`.
+
+    A download into the same fresh directory that fails at the same moment removes that directory again while it is
+    empty (:func:`_removing_made_dirs`), possibly between this making it and creating the file in it; the directory is
+    then made once more (stop 85). Once the temporary file is there, the directory is not empty and stays."""
+    for attempt in range(3):
+        _check_writable_dir(path)
+        try:
+            return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+        except FileNotFoundError:
+            if attempt == 2 or path.parent.exists():  # not that race: a real error, named by the caller
+                raise
+    raise AssertionError("unreachable")
+
+
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     if _is_special(path):
         with open(path, "wb") as fh:
@@ -297,8 +314,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    _check_writable_dir(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temporary_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

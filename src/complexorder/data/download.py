@@ -14,8 +14,8 @@ from typing import IO
 
 from tqdm import tqdm
 
-from ..checkpoint import (_check_writable_dir, _is_special, _naming_write_failures, check_writable,
-                          _removing_made_dirs)
+from ..checkpoint import (_is_special, _naming_write_failures, _removing_made_dirs, _temporary_file_beside,
+                          check_writable)
 from ..environment import bars_off
 
 __all__ = ["sha256_of", "fetch"]
@@ -79,23 +79,6 @@ def fetch(url: str, dest: str | Path, sha256: str | None = None, timeout: float 
                 os.unlink(tmp_name)
             raise
     return dest
-
-
-def _temporary_file_beside(target: Path) -> tuple[int, str]:
-    """Make the directory of ``target`` when it is missing (multi30k's ``.download/``) and a temporary file in it.
-
-    Another download into the same fresh directory that fails at the same moment removes that directory again when
-    it is empty (:func:`~complexorder.checkpoint._removing_made_dirs`), possibly between this one making it and
-    creating its file in it; the directory is then made once more. Once the temporary file is there, the directory
-    is not empty and stays."""
-    for attempt in range(3):
-        _check_writable_dir(target)
-        try:
-            return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        except FileNotFoundError:
-            if attempt == 2 or target.parent.exists():  # not that race: a real error, named by the caller
-                raise
-    raise AssertionError("unreachable")
 
 
 def _download(url: str, out: IO[bytes], dest: Path, sha256: str | None, timeout: float, progress: bool,

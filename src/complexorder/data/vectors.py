@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import platform
-import tempfile
 import warnings
 import zlib
 from collections.abc import Iterable
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..checkpoint import check_writable
+from ..checkpoint import _temporary_file_beside, check_writable
 from ..environment import MAX_THREADS
 from ..errors import naming_out_of_memory
 from .classification import load_dataset
@@ -167,10 +166,9 @@ def train_word2vec(sentences: list[list[str]], out: str | Path, *, dim: int = 30
                          sg=1, negative=negative, epochs=epochs, seed=seed, workers=workers)  # "Unable to allocate"
     out = Path(out)
     check_writable(out, "vectors file")
-    out.parent.mkdir(parents=True, exist_ok=True)
     # the temporary file ends as the output does: gensim compresses by the suffix (.gz, .bz2), and a ".tmp" name
     # wrote plain text into a file named .gz, which nothing then read
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-1:]))
+    fd, tmp = _temporary_file_beside(out, suffix=".tmp" + "".join(out.suffixes[-1:]))
     os.close(fd)
     try:
         model.wv.save_word2vec_format(tmp, binary=False)
