@@ -59,3 +59,19 @@ def test_bad_input_gets_one_line_errors(tmp_path):
         script.main(["--results", str(tmp_path / "missing.jsonl"), "--model", "lstm", "--row", "none"])
     with pytest.raises(SystemExit, match=r"^--row: no 'lstm' records with row 'pe'; rows present: \['none'\]$"):
         script.main(["--results", str(tmp_path / "r.jsonl"), "--model", "lstm", "--row", "pe"])
+
+
+def test_a_reader_that_goes_away_stops_the_script_quietly(tmp_path):
+    # `paired_rows.py ... | head -1` printed a BrokenPipeError traceback and exited 1 until stop 86
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _write(tmp_path / "r.jsonl", [("lstm", v, f"fold-{i}", 0.5 + i / 100) for v in ("a", "b") for i in range(5)])
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "classification" / "paired_rows.py"
+    proc = subprocess.Popen([sys.executable, str(script), "--results", str(tmp_path / "r.jsonl"), "--model", "lstm",
+                             "--row", "a"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before the script writes a line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
