@@ -443,6 +443,7 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     import hashlib
 
     from complexorder.data import text8 as t8
+    from complexorder.data.download import sha256_of
     assert t8.TEXT8_SHA256 == "6e890197040d37d85beb962ae1f041ff1d9a9ca8d20c7d99c85027eebf51dca7"
     assert t8.TEXT8_ZIP_SHA256 == "a6640522afe85d1963ad56c05b0ede0a0c000dddc9671758a6cc09b7a38e5232"
     # a 20-character stand-in for the 100M-character file, so the test needs no download
@@ -460,7 +461,10 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "train.txt").read_bytes() == data[:18]
     assert (tmp_path / "out" / "test.txt").read_bytes() == data[19:]
     monkeypatch.setattr(t8, "TEXT8_SHA256", digest)
-    assert t8.prepare_text8(tmp_path / "text8", tmp_path / "out2")["verified"] is True
+    hashed = []  # an unzipped file is its own content: read and hashed once, not again as a file (stop 86)
+    monkeypatch.setattr(t8, "sha256_of", lambda path: hashed.append(path) or hashlib.sha256(b"not this").hexdigest())
+    manifest = t8.prepare_text8(tmp_path / "text8", tmp_path / "out2")
+    assert manifest["verified"] is True and manifest["sha256_source"] == digest and hashed == []
     # a file of another length is told in bytes (a UTF-8 character outside text8's alphabet takes two)
     (tmp_path / "other").write_bytes("the cat sät on a mat".encode())
     with pytest.raises(ValueError, match=r"other: text8 has 20 characters of one byte each, this file 21 bytes; "
@@ -469,7 +473,10 @@ def test_prepare_text8_checks_the_pinned_sha256(tmp_path, monkeypatch):
     # text8.zip as Mahoney distributes it: the same splits from its 'text8' member
     with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
         zf.writestr("text8", data)
-    assert t8.prepare_text8(tmp_path / "text8.zip", tmp_path / "out4")["verified"] is True
+    monkeypatch.setattr(t8, "sha256_of", sha256_of)
+    manifest = t8.prepare_text8(tmp_path / "text8.zip", tmp_path / "out4")
+    assert manifest["verified"] is True and manifest["sha256_text8"] == digest
+    assert manifest["sha256_source"] == sha256_of(tmp_path / "text8.zip") != digest  # the archive's own digest
     assert all((tmp_path / "out4" / f).read_bytes() == (tmp_path / "out2" / f).read_bytes()
                for f in ("train.txt", "valid.txt", "test.txt"))
     damaged = bytearray((tmp_path / "text8.zip").read_bytes())

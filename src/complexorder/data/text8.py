@@ -170,7 +170,8 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True, 
     if sha256 is not None:
         sha256 = check_sha256(sha256, "--sha256")
     require_file(source, f"download it from {TEXT8_URL} or run 'complexorder lm prepare-text8 --download'")
-    if zipfile.is_zipfile(source):
+    zipped = zipfile.is_zipfile(source)
+    if zipped:
         try:
             with zipfile.ZipFile(source) as zf:
                 if "text8" not in zf.namelist():
@@ -185,7 +186,7 @@ def prepare_text8(source: str | Path, out_dir: str | Path, verify: bool = True, 
                          f"{len(data):,} bytes; is it the right file?")
     encode_text8(data, source=str(source))  # alphabet check
     digest = hashlib.sha256(data).hexdigest()
-    file_digest = sha256_of(source)
+    file_digest = sha256_of(source) if zipped else digest  # an unzipped file is its content: hash 100 MB once
     verified_by = None
     if sha256 is not None:
         if sha256 not in (file_digest, digest):
