@@ -1,6 +1,9 @@
 """benchmarks/classification/paired_rows.py: paired Wilcoxon of one row against the model's other rows."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from scipy.stats import wilcoxon
@@ -63,10 +66,6 @@ def test_bad_input_gets_one_line_errors(tmp_path):
 
 def test_a_reader_that_goes_away_stops_the_script_quietly(tmp_path):
     # `paired_rows.py ... | head -1` printed a BrokenPipeError traceback and exited 1 until stop 86
-    import subprocess
-    import sys
-    from pathlib import Path
-
     _write(tmp_path / "r.jsonl", [("lstm", v, f"fold-{i}", 0.5 + i / 100) for v in ("a", "b") for i in range(5)])
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "classification" / "paired_rows.py"
     proc = subprocess.Popen([sys.executable, str(script), "--results", str(tmp_path / "r.jsonl"), "--model", "lstm",
