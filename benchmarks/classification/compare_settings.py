@@ -21,6 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from complexorder.cli import run_script
 from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
 
 
@@ -63,4 +64,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

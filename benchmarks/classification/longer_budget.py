@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from complexorder.cli import run_script
 
 
 def read_records(paths: list[Path], cpu: str | None) -> list[dict]:
@@ -138,4 +139,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_script(main))

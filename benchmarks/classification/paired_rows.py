@@ -19,11 +19,11 @@ for pairing within one machine kind where the kind moves a unit (Table 4 in the 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
 
+from complexorder.cli import run_script
 from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
 
 
@@ -71,10 +71,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-        sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
-    except BrokenPipeError:  # `paired_rows.py ... | head -3`: stop quietly, as `complexorder` does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit must not fail again
-        code = 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
-    raise SystemExit(code)
+    raise SystemExit(run_script(main))

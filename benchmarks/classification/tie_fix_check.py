@@ -15,6 +15,7 @@ import glob
 import numpy as np
 from scipy.stats import wilcoxon
 
+from complexorder.cli import run_script
 from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
 
 
@@ -53,4 +54,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(run_script(main))

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+from complexorder.cli import run_script  # noqa: E402
 from complexorder.experiments.report import paired_wilcoxon  # noqa: E402
 
 MAJORITY = 0.637
@@ -165,4 +166,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(run_script(main))

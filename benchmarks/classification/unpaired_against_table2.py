@@ -22,6 +22,7 @@ from pathlib import Path
 
 from scipy.stats import ttest_ind_from_stats
 
+from complexorder.cli import run_script
 from complexorder.experiments.report import cell_scores, load_results
 
 EMBEDDINGS = ("none", "pe", "tpe", "complex-vanilla", "complex-order")
@@ -70,4 +71,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Callable
 
 from .errors import RunDirectoryBusy, is_out_of_memory, out_of_memory_message
 
@@ -160,6 +161,21 @@ def _stdout_to_devnull(stream) -> None:
     after the reader went away (nothing to do for a stream without a descriptor, as a test's capture)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+def run_script(main: Callable[[], int | None]) -> int | None:
+    """``main()``'s exit status for a script that prints to standard output (the table printers under
+    ``benchmarks/``): a reader that went away (``script.py ... | head -3``) stops it quietly with 141, as it stops
+    ``complexorder`` (below), not with a BrokenPipeError traceback and status 1.
+
+    Use as ``raise SystemExit(run_script(main))``."""
+    try:
+        code = main()
+        sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
+    except BrokenPipeError:
+        _stdout_to_devnull(sys.stdout)
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
