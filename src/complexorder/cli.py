@@ -163,6 +163,13 @@ def _stdout_to_devnull(stream) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
+def _reader_gone(stream) -> int:
+    """Stop quietly after a reader went away: standard output to the null device, and the status a shell reports
+    for a command killed by SIGPIPE (128 + 13)."""
+    _stdout_to_devnull(stream)
+    return 141
+
+
 def run_script(main: Callable[[], int | None]) -> int | None:
     """``main()``'s exit status for a script that prints to standard output (the table printers under
     ``benchmarks/``): a reader that went away (``script.py ... | head -3``) stops it quietly with 141, as it stops
@@ -173,8 +180,7 @@ def run_script(main: Callable[[], int | None]) -> int | None:
         code = main()
         sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
     except BrokenPipeError:
-        _stdout_to_devnull(sys.stdout)
-        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+        return _reader_gone(sys.stdout)
     return code
 
 
@@ -215,8 +221,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # the reader went away (`complexorder classify --dry-run | head`): stop quietly
-        _stdout_to_devnull(sys.stdout)
-        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+        return _reader_gone(sys.stdout)
     except ModuleNotFoundError as exc:  # an experiments extra not installed (the core needs torch, numpy, tqdm only)
         if exc.name not in OPTIONAL_PACKAGES or os.environ.get("COMPLEXORDER_DEBUG"):
             raise
