@@ -230,3 +230,31 @@ def test_the_lstm_classifier_trains_under_a_float16_cpu_autocast(embedding, leng
     loss.backward()
     assert abs(loss.item() - exact.item()) < 0.01 * exact.item()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)
+
+
+def test_bfloat16_autocast_runs_the_lstm_in_float32_where_the_cpu_kernel_has_no_bfloat16(monkeypatch):
+    """Stop 88: on an AVX2 processor oneDNN's LSTM has no bfloat16 form, so a bfloat16 autocast (the CPU's default)
+    failed in ComplexLSTM and the LSTM classifier ("could not create a primitive descriptor", torch.nn.LSTM's error
+    too). There the kernel now runs in float32 with autocast off, giving exactly the float32 result; where it has a
+    bfloat16 form it runs as autocast has it. Both branches are chosen here by hand, whatever this processor has."""
+    from complexorder.nn import recurrent
+
+    x = torch.zeros(2, 3, 4)
+    monkeypatch.setattr(recurrent, "_cpu_lstm_has_bfloat16", lambda: False)
+    assert recurrent._lstm_kernel_dtype(x) is None  # no autocast
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert recurrent._lstm_kernel_dtype(x) == torch.float32
+        assert recurrent._lstm_kernel_dtype(x.double()) == torch.float64
+    with torch.autocast("cpu", dtype=torch.float16):
+        assert recurrent._lstm_kernel_dtype(x) == torch.float32
+    torch.manual_seed(0)
+    lstm, z = cnn.ComplexLSTM(4, 5, batch_first=True), crandn(2, 3, 4)
+    expected, (h_expected, _) = lstm(z)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, (h, _) = lstm(z)
+    assert out.dtype == torch.complex64 and torch.equal(out, expected) and torch.equal(h, h_expected)
+    monkeypatch.setattr(recurrent, "_cpu_lstm_has_bfloat16", lambda: True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert recurrent._lstm_kernel_dtype(x) is None
+    with torch.autocast("cpu", dtype=torch.float16):
+        assert recurrent._lstm_kernel_dtype(x) == torch.float32

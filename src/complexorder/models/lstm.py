@@ -92,9 +92,10 @@ class LSTMClassifier(nn.Module):
         return self.output(self.feature_dropout(to_real_features(last)))
 
     def _run_lstm(self, inputs: Any, x: Tensor) -> Any:
-        """``self.lstm(inputs)``; the real LSTM under a float16 autocast on the CPU in float32 with autocast off, as
-        :class:`~complexorder.nn.ComplexLSTM` runs there: PyTorch's CPU LSTM kernel (oneDNN) has no float16 form on
-        most processors ("could not create a primitive descriptor", a bare ``torch.nn.LSTM``'s error too)."""
+        """``self.lstm(inputs)``; the real LSTM under a CPU autocast its kernel has no form for (float16 on most
+        processors, bfloat16 on those without AVX-512) in float32 with autocast off, as
+        :class:`~complexorder.nn.ComplexLSTM` runs there: PyTorch's CPU LSTM kernel (oneDNN) fails there ("could not
+        create a primitive descriptor", a bare ``torch.nn.LSTM``'s error too)."""
         dtype = None if isinstance(self.lstm, ComplexLSTM) else _lstm_kernel_dtype(x)
         if dtype is None:
             return self.lstm(inputs)

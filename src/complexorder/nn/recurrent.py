@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import cast
 
@@ -37,12 +38,27 @@ def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
     return torch.lstm(x, *args)
 
 
+@functools.cache
+def _cpu_lstm_has_bfloat16() -> bool:
+    """Whether the CPU's LSTM kernel (oneDNN) has a bfloat16 form on this processor: torch's own check
+    (``torch.ops.mkldnn._is_mkldnn_bf16_supported``, private; AVX-512 processors have one, AVX2 ones do not). False when
+    torch lacks the check: the float32 fallback is then taken, correct on every processor."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def _lstm_kernel_dtype(x: Tensor) -> torch.dtype | None:
-    """Under a float16 autocast on the CPU, the dtype the LSTM kernel runs in instead, with autocast off: float32
-    (float64 for a float64 ``x``, which autocast leaves alone anyway). The CPU's LSTM kernel (oneDNN) has no float16
-    form on most processors ("could not create a primitive descriptor for the LSTM forward propagation primitive",
-    torch.nn.LSTM's error there too). None everywhere else: the kernel runs as autocast has it."""
-    if x.device.type == "cpu" and torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.float16:
+    """Under a CPU autocast whose dtype the CPU's LSTM kernel (oneDNN) has no form for, the dtype the kernel runs in
+    instead, with autocast off: float32 (float64 for a float64 ``x``, which autocast leaves alone anyway). That is a
+    float16 autocast on most processors, and a bfloat16 one (the CPU's default) on processors without AVX-512 ("could
+    not create a primitive descriptor for the LSTM forward propagation primitive", torch.nn.LSTM's error there too).
+    None everywhere else: the kernel runs as autocast has it."""
+    if x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return None
+    dtype = torch.get_autocast_dtype("cpu")
+    if dtype == torch.float16 or (dtype == torch.bfloat16 and not _cpu_lstm_has_bfloat16()):
         return torch.promote_types(x.dtype, torch.float32)
     return None
 
