@@ -258,3 +258,16 @@ def test_bfloat16_autocast_runs_the_lstm_in_float32_where_the_cpu_kernel_has_no_
         assert recurrent._lstm_kernel_dtype(x) is None
     with torch.autocast("cpu", dtype=torch.float16):
         assert recurrent._lstm_kernel_dtype(x) == torch.float32
+
+
+def test_compiled_lstm_under_a_bfloat16_autocast_traces_whole():
+    """The bfloat16 check of stop 88 was a torch op returning a bool, which ``torch.compile(fullgraph=True)`` refused
+    ("torch.* op returned non-Tensor") on every processor; it is now a constant to dynamo. Without gradients the
+    compiled LSTM traces whole and agrees with the eager one, whichever kernel dtype this processor takes."""
+    torch.manual_seed(0)
+    lstm, z = cnn.ComplexLSTM(4, 5, batch_first=True), crandn(2, 3, 4)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = lstm(z)[0]
+        out = torch.compile(lstm, fullgraph=True, backend="eager")(z)[0]
+    assert out.dtype == torch.complex64
+    torch.testing.assert_close(out, expected)

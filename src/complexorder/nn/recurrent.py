@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import cast
 
@@ -38,11 +37,13 @@ def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
     return torch.lstm(x, *args)
 
 
-@functools.cache
+@torch.compiler.assume_constant_result
 def _cpu_lstm_has_bfloat16() -> bool:
     """Whether the CPU's LSTM kernel (oneDNN) has a bfloat16 form on this processor: torch's own check
     (``torch.ops.mkldnn._is_mkldnn_bf16_supported``, private; AVX-512 processors have one, AVX2 ones do not). False when
-    torch lacks the check: the float32 fallback is then taken, correct on every processor."""
+    torch lacks the check: the float32 fallback is then taken, correct on every processor. A constant to
+    ``torch.compile`` (traced into, the op's bool result broke ``fullgraph=True``); not cached with ``functools``, which
+    dynamo would trace through: the check itself takes microseconds."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
