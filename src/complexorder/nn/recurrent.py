@@ -37,17 +37,24 @@ def _lstm(x: Tensor, *args) -> tuple[Tensor, Tensor, Tensor]:
     return torch.lstm(x, *args)
 
 
-@torch.compiler.assume_constant_result
-def _cpu_lstm_has_bfloat16() -> bool:
+def _probe_cpu_lstm_bfloat16() -> bool:
     """Whether the CPU's LSTM kernel (oneDNN) has a bfloat16 form on this processor: torch's own check
     (``torch.ops.mkldnn._is_mkldnn_bf16_supported``, private; AVX-512 processors have one, AVX2 ones do not). False when
-    torch lacks the check: the float32 fallback is then taken, correct on every processor. A constant to
-    ``torch.compile`` (traced into, the op's bool result broke ``fullgraph=True``); not cached with ``functools``, which
-    dynamo would trace through: the check itself takes microseconds."""
+    torch lacks the check: the float32 fallback is then taken, correct on every processor."""
     try:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+# Asked once, at import (about a microsecond): a plain bool is a constant to ``torch.compile``, where the op's bool
+# result broke ``fullgraph=True`` (and ``torch.compiler.assume_constant_result`` would load dynamo with the package).
+_CPU_LSTM_HAS_BFLOAT16 = _probe_cpu_lstm_bfloat16()
+
+
+def _cpu_lstm_has_bfloat16() -> bool:
+    """:func:`_probe_cpu_lstm_bfloat16`'s answer, asked at import."""
+    return _CPU_LSTM_HAS_BFLOAT16
 
 
 def _lstm_kernel_dtype(x: Tensor) -> torch.dtype | None:
