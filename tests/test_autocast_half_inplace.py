@@ -240,7 +240,7 @@ def test_bfloat16_autocast_runs_the_lstm_in_float32_where_the_cpu_kernel_has_no_
     from complexorder.nn import recurrent
 
     x = torch.zeros(2, 3, 4)
-    monkeypatch.setattr(recurrent, "_cpu_lstm_has_bfloat16", lambda: False)
+    monkeypatch.setattr(recurrent, "_CPU_LSTM_HAS_BFLOAT16", False)
     assert recurrent._lstm_kernel_dtype(x) is None  # no autocast
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert recurrent._lstm_kernel_dtype(x) == torch.float32
@@ -253,7 +253,7 @@ def test_bfloat16_autocast_runs_the_lstm_in_float32_where_the_cpu_kernel_has_no_
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out, (h, _) = lstm(z)
     assert out.dtype == torch.complex64 and torch.equal(out, expected) and torch.equal(h, h_expected)
-    monkeypatch.setattr(recurrent, "_cpu_lstm_has_bfloat16", lambda: True)
+    monkeypatch.setattr(recurrent, "_CPU_LSTM_HAS_BFLOAT16", True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert recurrent._lstm_kernel_dtype(x) is None
     with torch.autocast("cpu", dtype=torch.float16):

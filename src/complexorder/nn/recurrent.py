@@ -52,11 +52,6 @@ def _probe_cpu_lstm_bfloat16() -> bool:
 _CPU_LSTM_HAS_BFLOAT16 = _probe_cpu_lstm_bfloat16()
 
 
-def _cpu_lstm_has_bfloat16() -> bool:
-    """:func:`_probe_cpu_lstm_bfloat16`'s answer, asked at import."""
-    return _CPU_LSTM_HAS_BFLOAT16
-
-
 def _lstm_kernel_dtype(x: Tensor) -> torch.dtype | None:
     """Under a CPU autocast whose dtype the CPU's LSTM kernel (oneDNN) has no form for, the dtype the kernel runs in
     instead, with autocast off: float32 (float64 for a float64 ``x``, which autocast leaves alone anyway). That is a
@@ -66,7 +61,7 @@ def _lstm_kernel_dtype(x: Tensor) -> torch.dtype | None:
     if x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
         return None
     dtype = torch.get_autocast_dtype("cpu")
-    if dtype == torch.float16 or (dtype == torch.bfloat16 and not _cpu_lstm_has_bfloat16()):
+    if dtype == torch.float16 or (dtype == torch.bfloat16 and not _CPU_LSTM_HAS_BFLOAT16):
         return torch.promote_types(x.dtype, torch.float32)
     return None
 
