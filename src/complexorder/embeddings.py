@@ -572,8 +572,8 @@ class ComplexOrderEmbedding(nn.Module):
             tensor broadcastable to the table. With ``frequency_sharing="dimension"`` (a ``[V, 1]`` table),
             ``"sinusoidal"`` gives each word one of the V geometric frequencies ``10000^(-j / V)``,
             in random order (drawn from torch's global generator). A quarter of the words then start above 0.1; in
-            the authors' Transformer classifier at lr 1e-4 they stay there and the row scores 5.8 points under
-            complex-order, 1.2 under from ``"zeros"`` (see
+            the authors' Transformer classifier at lr 1e-4 (amplitudes at 10x) they stay there and the row scores 5.8
+            points under complex-order, 1.2 under on average from ``"zeros"`` (see
             ``benchmarks/results/table4_dimension_sharing_period_zero_frequencies.md``).
         amplitude_init: ``"normal"`` (default, ``N(0, 1)`` like ``nn.Embedding``), ``"ones"``,
             or a tensor of the amplitude table's shape (``[V, D]``, e.g. word2vec vectors; ``[1, D]`` or
