@@ -114,8 +114,8 @@ def test_the_script_on_the_real_test_set(tmp_path, shared_data, capsys):
     assert cells[1:5] == ["transformer, authors network, last readout", "1", f"{acc:.4f}", f"{acc:.4f}"]
     text = out.read_text()
     assert "| SST2-sent-transformer-complex-order | 1 |" in text
-    assert f"    python benchmarks/classification/order_use.py --data-dir {shared_data} --orders 2 --out {out} {path}\n" \
-        in text
+    command = f"python benchmarks/classification/order_use.py --data-dir {shared_data} --orders 2 --out {out} {path}"
+    assert f"    {command}\n" in text
 
 
 def test_a_checkpoint_whose_recorded_accuracy_differs_is_refused(tmp_path, shared_data):
@@ -157,3 +157,18 @@ def test_the_committed_table_agrees_with_itself():
     for name, drops in rows.items():
         n, mean, listed = summary[name]
         assert n == len(drops) and listed == drops and abs(mean - sum(drops) / n) <= 0.006
+
+
+def test_an_out_path_holding_a_checkpoint_is_refused_before_any_work(tmp_path):
+    taken = tmp_path / "taken.pt"
+    save_checkpoint(taken, "lm", {}, {})
+    with pytest.raises(SystemExit, match=r"^--out .*taken\.pt is a checkpoint or another binary file .*choose another "
+                                         r"file$"):  # before the missing checkpoint is opened
+        _script().main(["--out", str(taken), str(tmp_path / "never-read.pt")])
+
+
+def test_a_data_directory_without_the_data_set_names_the_missing_file(tmp_path, shared_data):
+    path, _ = _saved(tmp_path, shared_data)
+    with pytest.raises(SystemExit, match=r"^checkpoint .*seed-1\.pt: its data set SST2-sent: missing data file "
+                                         r"stsa\.binary\.train \(expected at .*empty.*\)"):
+        _script().main(["--data-dir", str(tmp_path / "empty"), str(path)])

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from complexorder.checkpoint import atomic_write_text
+from complexorder.checkpoint import atomic_write_text, check_text_output, check_writable
 from complexorder.cli import run_script
 from complexorder.data.batching import EncodedDataset
 from complexorder.data.classification import load_dataset, make_split
@@ -68,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.orders < 1:
         sys.exit(f"--orders must be a positive integer, got {args.orders}")
+    if args.out is not None:  # before any work: a checkpoint or results file given as --out is refused, not replaced
+        try:
+            check_writable(args.out, "--out")
+            check_text_output(args.out, "--out", "a Markdown table")
+        except (OSError, ValueError) as e:
+            sys.exit(str(e))
     torch.set_num_threads(1)
     data_dir = resolve_data_dir(args.data_dir)
     datasets: dict = {}
@@ -83,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         config = ck["config"]
         name = config["dataset"]
         if name not in datasets:
-            datasets[name] = load_dataset(name, data_dir)
+            try:
+                datasets[name] = load_dataset(name, data_dir)
+            except (FileNotFoundError, ValueError) as e:  # a missing file: which, where, how to get it
+                sys.exit(f"checkpoint {path}: its data set {name}: {e}")
         texts, labels = make_split(datasets[name], config["split"]).test
         vocab = Vocabulary(ck["vocab"][2:])
         if vocab.itos != ck["vocab"]:
