@@ -14,6 +14,10 @@ Usage::
 
 ``--cpu Intel`` keeps only the records run on a CPU whose model name contains "Intel" (the record's ``cpu.model``),
 for pairing within one machine kind where the kind moves a unit (Table 4 in the authors' classifier, rule addendum 6).
+One model name can cover two kinds (an AMD EPYC with AVX-512 and one without, stops 84-90): ``--capability AVX2``
+keeps only the records whose ``cpu.torch_capability`` is that value. ``--seeds 4-6`` keeps only the seeds given
+(fixed-split data sets; the splits named ``seed-N``), so that every row of one printout is compared on the same
+seeds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 from pathlib import Path
 
 from complexorder.cli import run_script
+from complexorder.experiments.classification_cli import parse_ints
 from complexorder.experiments.report import cell_scores, load_results, paired_wilcoxon
 
 
@@ -35,7 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", default=None,
                     help="only records whose cpu model (the record's cpu.model) contains this text, case-insensitive: "
                          "pairs within one machine kind, where the kind moves a unit (records without one are left out)")
+    ap.add_argument("--capability", default=None,
+                    help="only records whose torch CPU capability (the record's cpu.torch_capability, e.g. AVX2, "
+                         "AVX512) is this, case-insensitive")
+    ap.add_argument("--seeds", default=None, help="only these seeds (the splits seed-N), e.g. 4-6 or 4,6")
     args = ap.parse_args(argv)
+    try:
+        seeds = parse_ints(args.seeds, "seeds")
+    except ValueError as e:
+        sys.exit(str(e))
     try:
         records = load_results(args.results)
     except (FileNotFoundError, IsADirectoryError) as e:
@@ -46,6 +59,19 @@ def main(argv: list[str] | None = None) -> int:
         if not kept:
             models = sorted(set(models))
             sys.exit(f"--cpu: no records whose cpu model contains {args.cpu!r}; cpu models present: {models}")
+        records = kept
+    if args.capability is not None:
+        kinds = [str((r.get("cpu") or {}).get("torch_capability") or "") for r in records]
+        kept = [r for r, k in zip(records, kinds) if k.lower() == args.capability.lower()]
+        if not kept:
+            kinds = sorted(set(kinds))
+            sys.exit(f"--capability: no records whose cpu.torch_capability is {args.capability!r}; present: {kinds}")
+        records = kept
+    if seeds is not None:
+        wanted = {f"seed-{s}" for s in seeds}
+        kept = [r for r in records if r.get("split") in wanted]
+        if not kept:
+            sys.exit(f"--seeds: no records on seeds {args.seeds!r} (splits {sorted(wanted)})")
         records = kept
     cells = cell_scores(records)
     datasets = [ds for (ds, model, label) in cells if model == args.model and label == args.row]
