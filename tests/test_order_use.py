@@ -172,3 +172,19 @@ def test_a_data_directory_without_the_data_set_names_the_missing_file(tmp_path, 
     with pytest.raises(SystemExit, match=r"^checkpoint .*seed-1\.pt: its data set SST2-sent: missing data file "
                                          r"stsa\.binary\.train \(expected at .*empty.*\)"):
         _script().main(["--data-dir", str(tmp_path / "empty"), str(path)])
+
+
+@pytest.mark.parametrize("embedding, settings, expected", [
+    ("tpe", {"readout": "last"}, "real"),  # a config written before `network` existed: "auto"
+    ("tpe", {"network": "auto", "readout": "last"}, "real"),
+    ("complex-order", {"readout": "last"}, "complex"),
+    ("complex-vanilla", {"network": "auto", "readout": "last"}, "complex"),
+    ("complex-order", {"network": "authors", "readout": "last"}, "authors"),
+    ("complex-order", {"network": "real", "readout": "last"}, "real"),
+])
+def test_the_network_named_is_the_one_the_run_built(embedding, settings, expected):
+    # "auto" builds real layers for a real embedding (TPE) and complex ones for a complex embedding
+    config = _config(embedding)
+    config["settings"].update(network="auto", attention_score="modulus", loss="cross-entropy")
+    model = build_model_from_config(config, 40, 2, 53)
+    assert _script().network_name(settings, model) == expected

@@ -47,6 +47,15 @@ def shuffle_before_last(ids: torch.Tensor, rng: random.Random) -> torch.Tensor:
     return torch.tensor(head + ids[-1:].tolist(), dtype=ids.dtype)
 
 
+def network_name(settings: dict, model: torch.nn.Module) -> str:
+    """The Transformer's layers as the run built them: ``network = "auto"`` (also a config written before the setting
+    existed) means complex layers for a complex embedding and real ones for a real embedding (none, PE, TPE)."""
+    network = str(settings.get("network", "auto"))
+    if network != "auto":
+        return network
+    return "complex" if bool(getattr(model.embedding, "is_complex")) else "real"
+
+
 def order_drop(model: torch.nn.Module, test: EncodedDataset, orders: int, seed: int) -> tuple[float, list[float]]:
     """(accuracy in order, accuracies with the words before the last shuffled, one per order)."""
     base = evaluate_accuracy(model, test)
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         model_name = config["model"]
         if model_name == "transformer":
             settings = config["settings"]
-            model_name += f", {settings.get('network', 'complex')} network, {settings['readout']} readout"
+            model_name += f", {network_name(settings, model)} network, {settings['readout']} readout"
         line = (f"| {path.name} | {model_name} | {config['seed']} | "
                 f"{'—' if recorded is None else f'{recorded:.4f}'} | {base:.4f} | {mean:.4f} "
                 f"({min(shuffled):.4f}–{max(shuffled):.4f}) | {drop:+.2f} |")
