@@ -53,7 +53,7 @@ def network_name(settings: dict, model: torch.nn.Module) -> str:
     network = str(settings.get("network", "auto"))
     if network != "auto":
         return network
-    return "complex" if bool(getattr(model.embedding, "is_complex")) else "real"
+    return "complex" if model.embedding.is_complex else "real"
 
 
 def order_drop(model: torch.nn.Module, test: EncodedDataset, orders: int, seed: int) -> tuple[float, list[float]]:
