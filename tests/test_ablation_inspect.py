@@ -371,9 +371,18 @@ def test_ablate_report_renders_also_results(tmp_path, capsys):
     assert main(["ablate", "--report-only", "--results", str(explore), "--also-results", str(tmp_path / "nope.jsonl"),
                  "--out", str(out)]) == 2
     assert f"results file {tmp_path / 'nope.jsonl'} does not exist" in capsys.readouterr().err
-    # without --out the table goes beside the results file, never into the committed benchmarks/results
+    # without --out the table goes beside the results file, named after it (explore.jsonl -> explore.md), so that
+    # rendering an explore file kept beside the committed table4.md never writes over it (stop 93: it did)
+    (tmp_path / "table4.md").write_text("the committed table\n")
     assert main(["ablate", "--report-only", "--results", str(explore)]) == 0
-    assert (tmp_path / "table4.md").read_text().startswith("# Table 4")
+    assert (tmp_path / "explore.md").read_text().startswith("# Table 4")
+    assert (tmp_path / "table4.md").read_text() == "the committed table\n"
+    # a grid's default results.jsonl still gives table4.md
+    generic = tmp_path / "grid" / "results.jsonl"
+    generic.parent.mkdir()
+    generic.write_text(explore.read_text())
+    assert main(["ablate", "--report-only", "--results", str(generic)]) == 0
+    assert (tmp_path / "grid" / "table4.md").read_text().startswith("# Table 4")
     # records of another grid are refused, not rendered as a contradictory Table 4
     cr = tmp_path / "cr.jsonl"
     cr.write_text(json.dumps({**json.loads(paper.read_text().splitlines()[0]), "dataset": "CR", "split": "fold-1"}) + "\n")

@@ -14,8 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Runs every variant of the ablation config with the classification runner "
                                    "(finished units are skipped), then renders the table.")
     add_grid_arguments(a, "table4", datasets=("SST2", "SST2-sent"), models=("transformer",))
-    a.add_argument("--out", help="Markdown table to write (default: table4.md beside the results file; the "
-                                 "committed benchmarks/results/table4.md is written only when named)")
+    a.add_argument("--out", help="Markdown table to write (default: beside the results file, named after it: "
+                                 "X.jsonl gives X.md, and results.jsonl gives table4.md; so the committed "
+                                 "benchmarks/results/table4.md is written only from table4.jsonl or when named)")
     a.add_argument("--report-only", action="store_true", help="only render the table from the results file")
     a.add_argument("--also-results", action="append", default=[], metavar="FILE",
                    help="render the records of this results file too (repeatable), e.g. "
@@ -49,8 +50,9 @@ def run_ablate(args: argparse.Namespace) -> int:
         raise ValueError(f"ablate runs Table 4, the Transformer on SST-2 (datasets {' or '.join(TABLE4_DATASETS)}, "
                          f"model transformer); {other[0][1]} asks for {', '.join(name for name, _ in other)} — run "
                          f"other grids with complexorder classify")
-    if args.out is None:
-        args.out = str(Path(grid.results).parent / "table4.md")
+    if args.out is None:  # named after the results file: one explore grid's table never replaces another's
+        results = Path(grid.results)
+        args.out = str(results.parent / ("table4.md" if results.stem == "results" else results.stem + ".md"))
     reads = {f"a results file it renders ({r})": r for r in [grid.results, *args.also_results]}
     if args.notes:
         reads["the notes file it appends (--notes)"] = args.notes
