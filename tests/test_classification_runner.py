@@ -312,6 +312,16 @@ def test_report_writes_beside_its_results_by_default_and_creates_nothing_when_it
     assert main(["report", "--results", str(runs / "results.jsonl")]) == 0
     assert sorted(p.name for p in runs.iterdir()) == ["fig2_epoch_time.png", "results.jsonl", "table2.md"]
     assert not (tmp_path / "benchmarks").exists()
+    # another results file beside a committed table2.md and Fig. 2 gets a table and figure named after it, so that
+    # neither is written over (stop 93: `ablate` wrote over the committed table4.md this way)
+    (runs / "table2.md").write_text("the committed table\n")
+    (runs / "fig2_epoch_time.png").write_bytes(b"the committed figure")
+    (runs / "extra.jsonl").write_text((runs / "results.jsonl").read_text())
+    assert main(["report", "--results", str(runs / "extra.jsonl")]) == 0
+    assert (runs / "extra.md").read_text().startswith("# Table 2")
+    assert (runs / "extra_fig2_epoch_time.png").read_bytes().startswith(b"\x89PNG")
+    assert (runs / "table2.md").read_text() == "the committed table\n"
+    assert (runs / "fig2_epoch_time.png").read_bytes() == b"the committed figure"
 
 
 def test_report_renders_table2_with_the_paper_beside_ours(tmp_path):

@@ -192,9 +192,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "baseline, the paper's numbers beside ours; and Fig. 2, seconds per epoch.")
     r.add_argument("--results", nargs="+", default=["runs/table2/results.jsonl"],
                    help="results JSON-lines file(s) (default: runs/table2/results.jsonl)")
-    r.add_argument("--out", help="Markdown table to write (default: table2.md beside the first results file; the "
-                                 "committed benchmarks/results/table2.md is written only when named)")
-    r.add_argument("--figure", help="PNG of seconds per epoch (default: fig2_epoch_time.png beside --out; '' for none)")
+    r.add_argument("--out", help="Markdown table to write (default: beside the first results file, named after it: "
+                                 "X.jsonl gives X.md, and results.jsonl gives table2.md; so the committed "
+                                 "benchmarks/results/table2.md is written only when named)")
+    r.add_argument("--figure", help="PNG of seconds per epoch (default: beside --out, fig2_epoch_time.png for "
+                                    "table2.md and X_fig2_epoch_time.png for X.md; '' for none)")
     r.add_argument("--figure-dataset", help="plot only this data set (default: a panel per data set)")
     r.add_argument("--notes", help="Markdown file appended verbatim after the rendered table (hand-written scope "
                                    "and deviations), so that re-rendering reproduces the whole file")
@@ -335,10 +337,13 @@ def run_download(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     from .report import print_superseded_note, write_report
 
-    if args.out is None:
-        args.out = str(Path(args.results[0]).parent / "table2.md")
-    if args.figure is None:
-        args.figure = str(Path(args.out).parent / "fig2_epoch_time.png")
+    if args.out is None:  # named after the results file: rendering one file never replaces another's table
+        first = Path(args.results[0])
+        args.out = str(first.parent / ("table2.md" if first.stem == "results" else first.stem + ".md"))
+    if args.figure is None:  # and the figure after the table, so that only table2.md's is Fig. 2's file name
+        out = Path(args.out)
+        args.figure = str(out.parent / ("fig2_epoch_time.png" if out.name == "table2.md"
+                                        else out.stem + "_fig2_epoch_time.png"))
     text = write_report(args.results, args.out, args.figure or None, args.figure_dataset, notes=args.notes)
     print(f"wrote {args.out}" + (f" and {args.figure}" if args.figure else ""))
     if "**Cells mixing settings.**" in text:
