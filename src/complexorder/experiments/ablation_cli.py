@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..checkpoint import check_writable
-from .classification_cli import add_grid_arguments, parse_ints, run_classify
+from .classification_cli import add_grid_arguments, default_table_path, parse_ints, run_classify
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,9 +50,8 @@ def run_ablate(args: argparse.Namespace) -> int:
         raise ValueError(f"ablate runs Table 4, the Transformer on SST-2 (datasets {' or '.join(TABLE4_DATASETS)}, "
                          f"model transformer); {other[0][1]} asks for {', '.join(name for name, _ in other)} — run "
                          f"other grids with complexorder classify")
-    if args.out is None:  # named after the results file: one explore grid's table never replaces another's
-        results = Path(grid.results)
-        args.out = str(results.parent / ("table4.md" if results.stem == "results" else results.stem + ".md"))
+    if args.out is None:
+        args.out = str(default_table_path(grid.results, "table4.md"))
     reads = {f"a results file it renders ({r})": r for r in [grid.results, *args.also_results]}
     if args.notes:
         reads["the notes file it appends (--notes)"] = args.notes

@@ -334,12 +334,19 @@ def run_download(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_table_path(results: str | Path, name: str) -> Path:
+    """Where ``report``/``ablate`` write their table without ``--out``: beside the results file and named after it
+    (``X.jsonl`` gives ``X.md``), so that rendering one file never replaces another's table; a grid's generic
+    ``results.jsonl`` gives ``name`` (``table2.md``, ``table4.md``)."""
+    results = Path(results)
+    return results.parent / (name if results.stem == "results" else results.stem + ".md")
+
+
 def run_report(args: argparse.Namespace) -> int:
     from .report import print_superseded_note, write_report
 
-    if args.out is None:  # named after the results file: rendering one file never replaces another's table
-        first = Path(args.results[0])
-        args.out = str(first.parent / ("table2.md" if first.stem == "results" else first.stem + ".md"))
+    if args.out is None:
+        args.out = str(default_table_path(args.results[0], "table2.md"))
     if args.figure is None:  # and the figure after the table, so that only table2.md's is Fig. 2's file name
         out = Path(args.out)
         args.figure = str(out.parent / ("fig2_epoch_time.png" if out.name == "table2.md"
