@@ -141,18 +141,18 @@ def test_a_missing_or_foreign_checkpoint_is_named(tmp_path):
 
 # every committed output of the script (stops 90, 92, 94) and how many rows (checkpoint names without the seed) it has
 COMMITTED = {"table4_order_use.md": 5, "table4_order_use_baselines.md": 2, "table4_order_use_initial_phases.md": 2}
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def test_every_committed_table_of_the_script_is_checked():
-    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-    assert sorted(p.name for p in results.glob("table4_order_use*.md")) == sorted(COMMITTED)
+    assert sorted(p.name for p in RESULTS.glob("table4_order_use*.md")) == sorted(COMMITTED)
 
 
 @pytest.mark.parametrize("name, n_rows", sorted(COMMITTED.items()))
 def test_the_committed_table_agrees_with_itself(name, n_rows):
     """benchmarks/results/table4_order_use*.md: each drop is its row's accuracy in order minus its shuffled mean, and
     each summary row the mean of its checkpoints' drops (the checkpoints are not committed; the arithmetic is)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / name
+    path = RESULTS / name
     rows, summary = {}, {}
     for line in path.read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -164,8 +164,8 @@ def test_the_committed_table_agrees_with_itself(name, n_rows):
         elif line.startswith("| SST2-sent"):
             summary[cells[0]] = (int(cells[1]), float(cells[2]), [float(x) for x in cells[3].split(",")])
     assert set(summary) == set(rows) and len(rows) == n_rows
-    for name, drops in rows.items():
-        n, mean, listed = summary[name]
+    for row, drops in rows.items():
+        n, mean, listed = summary[row]
         # the mean is of the unrounded drops, then rounded: it and the mean of the rounded drops differ by at most
         # 0.005 + 0.005 (stop 92's TPE row: 0.31 against 0.95 / 3)
         assert n == len(drops) and listed == drops and abs(mean - sum(drops) / n) <= 0.0101
